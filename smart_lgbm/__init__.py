@@ -1,0 +1,41 @@
+"""smart-lgbm: SMART importance-sampled gradient boosting on stock LightGBM.
+
+``smart_lgbm.train`` is a drop-in for ``lightgbm.train`` whose tree learner sees only a
+sampled subset of rows per iteration, with importance-reweighted gradients.
+"""
+
+from ._version import __version__
+from .callback import record_sampling
+from .engine import train
+from .samplers import (
+    MVS,
+    FirstOrder,
+    Full,
+    LossBased,
+    ProbabilitySampler,
+    Sample,
+    Sampler,
+    SamplingState,
+    SecondOrder,
+    Uniform,
+    WeightTrimming,
+    make_sampler,
+)
+
+__all__ = [
+    "MVS",
+    "FirstOrder",
+    "Full",
+    "LossBased",
+    "ProbabilitySampler",
+    "Sample",
+    "Sampler",
+    "SamplingState",
+    "SecondOrder",
+    "Uniform",
+    "WeightTrimming",
+    "__version__",
+    "make_sampler",
+    "record_sampling",
+    "train",
+]

@@ -1,0 +1,400 @@
+"""Every use of LightGBM internals lives here: private attributes, ``_LIB`` C-API calls
+and model-string surgery.
+
+Keeping them in one module makes the supported LightGBM range (see
+:data:`SUPPORTED_LIGHTGBM`) a single thing to check and ``tests/test_lightgbm_internals.py``
+pins each behaviour relied upon, so that a LightGBM upgrade that changes one fails loudly
+there rather than silently in a model.
+
+Why C-API calls and not the Python wrapper: the engine builds a subset Dataset and a
+one-iteration Booster every boosting iteration.  Through ``lightgbm.Dataset.subset`` and
+``lightgbm.Booster`` that costs ~6 ms of fixed wrapper overhead per iteration (parameter
+dict handling, reference bookkeeping, predictor set-up), which dominates on small data;
+the direct calls below cost a fraction of that.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+import lightgbm as lgb
+import numpy as np
+from lightgbm import basic as _basic
+
+#: LightGBM versions whose internals this module has been tested against.
+SUPPORTED_LIGHTGBM = (">=4.0", "<5")
+
+_LIB = _basic._LIB
+_DTYPE_FLOAT32 = 0
+_DTYPE_FLOAT64 = 1
+_DTYPE_INT32 = 2
+
+
+def check_version() -> None:
+    """Raise ImportError for a LightGBM outside :data:`SUPPORTED_LIGHTGBM`."""
+    major = int(lgb.__version__.split(".")[0])
+    if major != 4:
+        raise ImportError(
+            f"smart_lgbm supports lightgbm {', '.join(SUPPORTED_LIGHTGBM)}; found {lgb.__version__}"
+        )
+
+
+def _check(ret: int) -> None:
+    if ret != 0:
+        raise lgb.basic.LightGBMError(_LIB.LGBM_GetLastError().decode("utf-8"))
+
+
+def _c_str(value: str) -> ctypes.c_char_p:
+    return ctypes.c_char_p(value.encode("utf-8"))
+
+
+# --------------------------------------------------------------------------- parameters
+
+
+@lru_cache(maxsize=1)
+def param_aliases() -> dict[str, tuple[str, ...]]:
+    """LightGBM's parameter aliases: canonical name -> (name, alias, alias, ...)."""
+    size = 1 << 20
+    out_len = ctypes.c_int64(0)
+    buf = ctypes.create_string_buffer(size)
+    _check(_LIB.LGBM_DumpParamAliases(ctypes.c_int64(size), ctypes.byref(out_len), buf))
+    raw = json.loads(buf.value.decode("utf-8"))
+    return {name: tuple(dict.fromkeys([name, *aliases])) for name, aliases in raw.items()}
+
+
+def params_to_str(params: dict[str, Any]) -> str:
+    """LightGBM's ``key=value`` parameter string (lists comma-joined, None dropped)."""
+    pairs = []
+    for key, val in params.items():
+        if val is None:
+            continue
+        if isinstance(val, (list, tuple, np.ndarray)):
+            val = ",".join(str(v) for v in val)
+        elif isinstance(val, bool):
+            val = str(val).lower()
+        pairs.append(f"{key}={val}")
+    return " ".join(pairs)
+
+
+# --------------------------------------------------------------------------- datasets
+
+
+def handle_of(dataset: lgb.Dataset) -> ctypes.c_void_p | None:
+    """The C handle of a constructed ``lightgbm.Dataset`` (None if not constructed)."""
+    return dataset._handle
+
+
+def pandas_categorical_of(dataset: lgb.Dataset) -> list | None:
+    return dataset.pandas_categorical
+
+
+class SubsetHandle:
+    """An owned C Dataset holding some rows of a binned Dataset (bin mappers shared)."""
+
+    __slots__ = ("handle",)
+
+    def __init__(self, source: ctypes.c_void_p, indices: np.ndarray, params: str) -> None:
+        indices = np.ascontiguousarray(indices, dtype=np.int32)
+        self.handle = ctypes.c_void_p()
+        _check(
+            _LIB.LGBM_DatasetGetSubset(
+                source,
+                indices.ctypes.data_as(ctypes.POINTER(ctypes.c_int32)),
+                ctypes.c_int32(indices.shape[0]),
+                _c_str(params),
+                ctypes.byref(self.handle),
+            )
+        )
+
+    def free(self) -> None:
+        if self.handle:
+            _check(_LIB.LGBM_DatasetFree(self.handle))
+            self.handle = ctypes.c_void_p()
+
+    def __del__(self) -> None:
+        try:
+            self.free()
+        except Exception:  # interpreter shutdown: the library may be gone already
+            pass
+
+
+def clear_field(handle: ctypes.c_void_p, field: str) -> None:
+    """Clear ``group``, ``weight`` or ``init_score`` of a C Dataset (empty input clears)."""
+    dtype = {"group": _DTYPE_INT32, "weight": _DTYPE_FLOAT32, "init_score": _DTYPE_FLOAT64}[field]
+    _check(_LIB.LGBM_DatasetSetField(handle, _c_str(field), None, ctypes.c_int(0), ctypes.c_int(dtype)))
+
+
+def num_rows(handle: ctypes.c_void_p) -> int:
+    out = ctypes.c_int32(0)
+    _check(_LIB.LGBM_DatasetGetNumData(handle, ctypes.byref(out)))
+    return int(out.value)
+
+
+def has_group(handle: ctypes.c_void_p) -> bool:
+    out_len = ctypes.c_int(0)
+    out_ptr = ctypes.POINTER(ctypes.c_int32)()
+    out_type = ctypes.c_int(0)
+    _check(
+        _LIB.LGBM_DatasetGetField(
+            handle, _c_str("group"), ctypes.byref(out_len), ctypes.byref(out_ptr), ctypes.byref(out_type)
+        )
+    )
+    return out_len.value > 0
+
+
+# --------------------------------------------------------------------------- one iteration
+
+
+@dataclass
+class IterationTrees:
+    """The K trees of one engine iteration.
+
+    Attributes
+    ----------
+    texts : list of str
+        Each tree's body in LightGBM's model text (without the ``Tree=i`` line).
+    leaf_values : list of ndarray
+        Each tree's leaf outputs (learning rate applied), parsed from ``texts`` exactly.
+    leaves : list of ndarray of shape (n_set, K), int32
+        For every requested binned set, the leaf of each row in each of the K trees.
+    header : str
+        The model text header (feature names and infos) LightGBM wrote.
+    parameters : str
+        The ``parameters:`` section LightGBM wrote.
+    """
+
+    texts: list[str]
+    leaf_values: list[np.ndarray]
+    leaves: list[np.ndarray]
+    header: str
+    parameters: str
+
+
+class _StringBuffer:
+    """A reusable output buffer for LGBM_BoosterSaveModelToString."""
+
+    def __init__(self) -> None:
+        self.size = 1 << 16
+        self.buf = ctypes.create_string_buffer(self.size)
+
+    def model_string(self, booster: ctypes.c_void_p) -> str:
+        out_len = ctypes.c_int64(0)
+        for _ in range(2):
+            _check(
+                _LIB.LGBM_BoosterSaveModelToString(
+                    booster, ctypes.c_int(0), ctypes.c_int(-1), ctypes.c_int(0),
+                    ctypes.c_int64(self.size), ctypes.byref(out_len), self.buf,
+                )
+            )
+            if out_len.value <= self.size:
+                return self.buf.raw[: out_len.value - 1].decode("utf-8")
+            self.size = int(out_len.value * 2)
+            self.buf = ctypes.create_string_buffer(self.size)
+        raise RuntimeError("model string did not fit the buffer")  # pragma: no cover
+
+
+_LEAF_VALUE = re.compile(r"^leaf_value=(.*)$", re.MULTILINE)
+_TREE_SPLIT = re.compile(r"^Tree=\d+\n", re.MULTILINE)
+
+
+def split_model_string(model: str) -> tuple[str, list[str], str]:
+    """Split a model string into (header, tree bodies, parameters section)."""
+    head, _, rest = model.partition("\nTree=0\n")
+    trees_part, _, tail = ("Tree=0\n" + rest).partition("end of trees\n")
+    bodies = [b for b in _TREE_SPLIT.split(trees_part) if b]
+    header = "\n".join(line for line in head.split("\n") if not line.startswith("tree_sizes="))
+    params_start = tail.find("parameters:\n")
+    parameters = tail[params_start:] if params_start >= 0 else ""
+    return header.rstrip("\n") + "\n", bodies, parameters
+
+
+def leaf_values_of(tree_text: str) -> np.ndarray:
+    """Leaf outputs of a tree body; LightGBM writes them with round-trip precision."""
+    match = _LEAF_VALUE.search(tree_text)
+    return np.array(match.group(1).split(" "), dtype=np.float64)
+
+
+class OneIterationBooster:
+    """Fits the K trees of one iteration on a (subset) Dataset with given gradients.
+
+    Each call creates a fresh C Booster with a custom objective on ``train``, runs one
+    ``UpdateOneIterCustom`` and reads the trees back.  The leaf of every row of each
+    requested binned set is obtained inside LightGBM: the trees' leaf outputs are
+    overwritten with the leaf indices 0..L-1 and the set is added as validation data, so
+    LightGBM's binned-data predictor (the same that updates training scores in stock
+    training, O(n)) writes each row's leaf index as its "score".  The engine then
+    updates scores as ``score += leaf_value[leaf]``, the same double additions a stock
+    model makes, and the SecondOrder sampler gets the leaves it needs for free.
+    """
+
+    def __init__(self, params: str, num_model_per_iteration: int) -> None:
+        self.params = _c_str(params)
+        self.k = num_model_per_iteration
+        self._buffer = _StringBuffer()
+
+    def fit(
+        self,
+        train: ctypes.c_void_p,
+        grad: np.ndarray,
+        hess: np.ndarray,
+        leaf_sets: list[tuple[ctypes.c_void_p, int, np.ndarray | None]],
+    ) -> IterationTrees | None:
+        """Fit one iteration; None if no tree could split (LightGBM's "finished").
+
+        Parameters
+        ----------
+        train : C Dataset handle holding exactly the sampled rows.
+        grad, hess : float32 arrays, class-major (``k * m + i``), length ``K * m``.
+        leaf_sets : (handle, num_rows, init_score or None) of each binned set whose
+            leaves are wanted; ``init_score`` (class-major, length ``K * n``) is what
+            LightGBM starts that set's scores from, subtracted again here.
+        """
+        booster = ctypes.c_void_p()
+        _check(_LIB.LGBM_BoosterCreate(train, self.params, ctypes.byref(booster)))
+        try:
+            finished = ctypes.c_int(0)
+            _check(
+                _LIB.LGBM_BoosterUpdateOneIterCustom(
+                    booster,
+                    grad.ctypes.data_as(ctypes.POINTER(ctypes.c_float)),
+                    hess.ctypes.data_as(ctypes.POINTER(ctypes.c_float)),
+                    ctypes.byref(finished),
+                )
+            )
+            if finished.value:
+                return None
+            header, texts, parameters = split_model_string(self._buffer.model_string(booster))
+            leaf_values = [leaf_values_of(t) for t in texts]
+            for k, values in enumerate(leaf_values):
+                for leaf in range(values.shape[0]):
+                    _check(_LIB.LGBM_BoosterSetLeafValue(booster, ctypes.c_int(k), ctypes.c_int(leaf), ctypes.c_double(leaf)))
+            leaves = []
+            for idx, (handle, n, init_score) in enumerate(leaf_sets):
+                _check(_LIB.LGBM_BoosterAddValidData(booster, handle))
+                out = np.empty(self.k * n, dtype=np.float64)
+                out_len = ctypes.c_int64(0)
+                _check(
+                    _LIB.LGBM_BoosterGetPredict(
+                        booster, ctypes.c_int(idx + 1), ctypes.byref(out_len),
+                        out.ctypes.data_as(ctypes.POINTER(ctypes.c_double)),
+                    )
+                )
+                if init_score is not None:
+                    out -= init_score
+                leaves.append(np.rint(out).astype(np.int32).reshape(self.k, n).T)
+            return IterationTrees(texts, leaf_values, leaves, header, parameters)
+        finally:
+            _check(_LIB.LGBM_BoosterFree(booster))
+
+
+# --------------------------------------------------------------------------- model text
+
+
+def _format_values(values: np.ndarray) -> str:
+    # repr() of a Python float is the shortest string that parses back to the same double.
+    return " ".join(repr(float(v)) for v in values)
+
+
+def fold_bias(tree_text: str, bias: float) -> tuple[str, np.ndarray]:
+    """Add a constant to a tree's outputs as LightGBM's ``Tree::AddBias`` does.
+
+    Returns the new tree body and its new leaf values.  Leaf and internal values get
+    ``bias`` added (values within 1e-35 of zero become zero, LightGBM's
+    ``MaybeRoundToZero``) and shrinkage becomes 1, so a model with the initial score
+    folded into its first tree is the model stock LightGBM writes.
+    """
+
+    def shift(values: np.ndarray) -> np.ndarray:
+        out = values + bias
+        out[np.abs(out) <= 1e-35] = 0.0
+        return out
+
+    lines = tree_text.split("\n")
+    new_leaf_values = None
+    for i, line in enumerate(lines):
+        key, sep, rest = line.partition("=")
+        if not sep:
+            continue
+        if key == "leaf_value":
+            new_leaf_values = shift(np.array(rest.split(" "), dtype=np.float64))
+            lines[i] = f"leaf_value={_format_values(new_leaf_values)}"
+        elif key == "internal_value" and rest:
+            lines[i] = f"internal_value={_format_values(shift(np.array(rest.split(' '), dtype=np.float64)))}"
+        elif key == "shrinkage":
+            lines[i] = "shrinkage=1"
+    return "\n".join(lines), new_leaf_values
+
+
+def assemble_model_string(
+    header: str,
+    trees: list[str],
+    objective_line: str | None,
+    parameters: str,
+    num_class: int,
+    pandas_categorical: list | None,
+) -> str:
+    """One LightGBM model string from a header and the engine's tree bodies.
+
+    The header of a custom-objective Booster carries no ``objective=`` line; the stock
+    objective's line is inserted so that ``predict`` applies the same transformation as
+    for a model stock LightGBM trained.  ``tree_sizes`` is recomputed for the renumbered
+    trees, and the ``parameters`` section gets the stock objective too.
+    """
+    lines = [line for line in header.rstrip("\n").split("\n") if not line.startswith("objective=")]
+    out_header = []
+    for line in lines:
+        if line.startswith("num_class="):
+            line = f"num_class={num_class}"
+        elif line.startswith("num_tree_per_iteration="):
+            line = f"num_tree_per_iteration={num_class}"
+        out_header.append(line)
+        if line.startswith("max_feature_idx=") and objective_line:
+            out_header.append(f"objective={objective_line}")
+    chunks = [f"Tree={i}\n{body}" for i, body in enumerate(trees)]
+    sizes = " ".join(str(len(c.encode("utf-8"))) for c in chunks)
+    if objective_line:
+        parameters = re.sub(r"^\[objective: [^\]]*\]$", f"[objective: {objective_line.split(' ')[0]}]",
+                            parameters, flags=re.MULTILINE)
+    text = "\n".join(out_header) + f"\ntree_sizes={sizes}\n\n" + "".join(chunks) + "end of trees\n"
+    if parameters:
+        text += "\n" + parameters
+    if pandas_categorical is not None:
+        text += _basic._dump_pandas_categorical(pandas_categorical)
+    return text
+
+
+# --------------------------------------------------------------------------- callbacks
+
+
+class CallbackModel(lgb.Booster):
+    """What ``CallbackEnv.model`` is during an engine run.
+
+    LightGBM's callbacks test ``isinstance(env.model, Booster)`` (early stopping uses it to
+    ignore the training set; ``reset_parameter`` calls ``env.model.reset_parameter``), so
+    this is a Booster subclass; it holds no C handle because the engine assembles the
+    real model only at the end.  ``reset_parameter`` forwards to the running engine.
+    """
+
+    def __init__(self, reset: Any, train_data_name: str) -> None:  # no super().__init__: no handle
+        self._handle = None
+        self._network = False
+        self._train_data_name = train_data_name
+        self._reset = reset
+        self.best_iteration = 0
+        self.best_score: dict = {}
+        self.params: dict = {}
+        self.pandas_categorical = None
+        #: the engine's record of the last iteration (rows sampled, rate, seconds)
+        self.last_record: dict[str, Any] = {}
+
+    def reset_parameter(self, params: dict[str, Any]) -> "CallbackModel":
+        self._reset(params)
+        return self
+
+    def __del__(self) -> None:  # nothing to free
+        pass

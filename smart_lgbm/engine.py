@@ -1,0 +1,296 @@
+"""``smart_lgbm.train``: LightGBM's training loop with a row sampler in front of the tree learner.
+
+Each boosting iteration:
+
+1. the loss computes ``g, h`` for every training row at the current raw scores;
+2. the sampler picks the rows ``S`` and their fitting gradients (importance-reweighted);
+3. LightGBM builds a Dataset of just those binned rows (bin mappers shared, so trees are
+   compatible) and fits the iteration's tree(s) on it: the histogram work touches ``S`` only;
+4. LightGBM's binned-data predictor maps every training and validation row to its leaf and
+   the engine adds the leaf outputs to the tracked scores (see :mod:`smart_lgbm._lightgbm`);
+5. metrics and callbacks run as in ``lightgbm.train``.
+
+At the end the trees become one stock model string (the initial score folded into the first
+tree, the stock ``objective=`` line) loaded into an ordinary :class:`lightgbm.Booster`.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from collections import OrderedDict, defaultdict
+from collections.abc import Callable, Sequence
+from operator import attrgetter
+from typing import Any
+
+import lightgbm as lgb
+import numpy as np
+from lightgbm import callback as lgb_callback
+
+from . import _lightgbm
+from .binned import BinnedSet, prepare_train, prepare_valid
+from .losses.base import check_finite
+from .metrics import Evaluator
+from .params import EngineConfig, canonicalize, dataset_params, make_config, refuse_unsupported
+from .samplers import GradientHistory, Sample, Sampler, SamplingState, make_sampler
+
+# LightGBM adds an initial score only when it is larger than this (kEpsilon).
+_K_EPSILON = 1e-15
+
+
+def iteration_rng(seed: int, iteration: int) -> np.random.Generator:
+    """The random generator of one iteration: same seed and iteration, same draws.
+
+    Both the engine and :class:`smart_lgbm.SmartObjective` use it, so they draw the same
+    samples for the same seed.
+    """
+    return np.random.Generator(np.random.PCG64(np.random.SeedSequence([seed, iteration])))
+
+
+def class_major_float32(values: np.ndarray) -> np.ndarray:
+    """(m,) or (m, K) float64 -> contiguous float32 in LightGBM's class-major layout."""
+    if values.ndim == 1:
+        return np.ascontiguousarray(values, dtype=np.float32)
+    return np.ascontiguousarray(values.T, dtype=np.float32).reshape(-1)
+
+
+def check_sample(sample: Sample, n: int, k: int, sampler: Sampler) -> None:
+    """Refuse a malformed sample early, naming the sampler (user samplers included)."""
+    idx = sample.indices
+    m = idx.shape[0] if isinstance(idx, np.ndarray) and idx.ndim == 1 else -1
+    if m < 1:
+        raise ValueError(f"{sampler!r} returned no rows; a sample needs at least one row")
+    if idx.dtype != np.int32:
+        raise TypeError(f"{sampler!r} returned indices of dtype {idx.dtype}; expected int32")
+    if idx[0] < 0 or idx[-1] >= n or (m > 1 and np.any(idx[1:] <= idx[:-1])):
+        raise ValueError(f"{sampler!r} returned indices that are not sorted, unique and in [0, {n})")
+    shape = (m,) if k == 1 else (m, k)
+    if sample.grad.shape != shape or sample.hess.shape != shape:
+        raise ValueError(f"{sampler!r} returned grad/hess of shapes {sample.grad.shape}/{sample.hess.shape}; expected {shape}")
+    check_finite(f"gradients from {sampler!r}", sample.grad)
+    check_finite(f"hessians from {sampler!r}", sample.hess)
+
+
+class _Run:
+    """State of one engine run: scores, history, trees and records."""
+
+    def __init__(self, cfg: EngineConfig, sampler: Sampler, train: BinnedSet, valids: list[BinnedSet]) -> None:
+        self.cfg = cfg
+        self.sampler = sampler
+        self.train = train
+        self.valids = valids
+        self.loss = cfg.loss
+        self.k = self.loss.num_model_per_iteration
+        self.fitter = _lightgbm.OneIterationBooster(cfg.booster_params(0), self.k)
+        self.history = GradientHistory(maxlen=sampler.history_length)
+        self.trees: list[str] = []
+        self.header = ""
+        self.parameters = ""
+        self.subset_params = _lightgbm.params_to_str(
+            {k: v for k, v in cfg.tree_params.items() if k in ("num_threads", "verbosity")}
+        )
+        n = train.num_rows
+        self.raw = np.zeros((n, self.k)) if train.init_score is None else train.init_score.copy()
+        self.valid_raw = [np.zeros((v.num_rows, self.k)) if v.init_score is None else v.init_score.copy()
+                          for v in valids]
+        # boost_from_average: folded into the first tree (LightGBM skips it given init scores)
+        self.bias = self.loss.init_score(train.target) if train.init_score is None else np.zeros(self.k)
+        self.bias = np.where(np.abs(self.bias) > _K_EPSILON, self.bias, 0.0)
+
+    def view(self, raw: np.ndarray) -> np.ndarray:
+        return raw[:, 0] if self.k == 1 else raw
+
+    def reset_parameter(self, params: dict[str, Any]) -> None:
+        new = canonicalize(params)
+        refuse_unsupported(new)
+        engine_only = sorted(k for k in new if k not in self.cfg.tree_params and k != "learning_rate")
+        changing = [k for k in engine_only if self.cfg.params.get(k) != new[k]]
+        if changing:
+            raise ValueError(f"reset_parameter cannot change {changing} during an engine run")
+        self.cfg.tree_params.update({k: v for k, v in new.items() if k not in engine_only})
+        self.cfg.params.update(new)
+
+    def step(self, iteration: int) -> dict[str, Any] | None:
+        """One boosting iteration; returns its record, or None when no tree could split."""
+        t0 = time.perf_counter()
+        n = self.train.num_rows
+        raw = self.raw + self.bias if iteration == 0 and np.any(self.bias) else self.raw
+        grad, hess = self.loss.gradient_hessian(self.view(raw), self.train.target)
+        state = SamplingState(iteration, grad, hess, self.view(raw), self.loss, self.train.target, self.history)
+        sample = self.sampler.sample(state, iteration_rng(self.cfg.seed, iteration))
+        check_sample(sample, n, self.k, self.sampler)
+        self.history.push_gradient(grad)
+        t_sample = time.perf_counter()
+
+        subset = None
+        if sample.size == n:  # all rows (indices are sorted and unique)
+            handle = self.train.handle
+        else:
+            subset = _lightgbm.SubsetHandle(self.train.handle, sample.indices, self.subset_params)
+            handle = subset.handle
+        self.fitter.params = _lightgbm._c_str(self.cfg.booster_params(iteration))
+        sets = [(self.train.handle, n, self.train.native_init_score)]
+        sets += [(v.handle, v.num_rows, v.native_init_score) for v in self.valids]
+        try:
+            fitted = self.fitter.fit(handle, class_major_float32(sample.grad), class_major_float32(sample.hess), sets)
+        finally:
+            if subset is not None:
+                subset.free()
+        if fitted is None:
+            return None
+        texts, leaf_values = fitted.texts, fitted.leaf_values
+        if iteration == 0:
+            self.header, self.parameters = fitted.header, fitted.parameters
+            if np.any(self.bias):
+                for k in range(self.k):
+                    texts[k], leaf_values[k] = _lightgbm.fold_bias(texts[k], float(self.bias[k]))
+        self.trees.extend(texts)
+        for raw_scores, leaves in zip([self.raw, *self.valid_raw], fitted.leaves):
+            for k in range(self.k):
+                raw_scores[:, k] += leaf_values[k][leaves[:, k]]
+        if self.sampler.needs_leaves:
+            self.history.leaves = fitted.leaves[0][:, 0] if self.k == 1 else fitted.leaves[0]
+        t_end = time.perf_counter()
+        return {
+            "iteration": iteration,
+            "num_sampled": sample.size,
+            "sampling_rate": sample.size / n,
+            "sample_seconds": t_sample - t0,
+            "seconds": t_end - t0,
+        }
+
+    def model_string(self) -> str:
+        return _lightgbm.assemble_model_string(
+            self.header, self.trees, self.loss.model_objective_line(), self.parameters,
+            self.k, self.train.pandas_categorical,
+        )
+
+
+def _feval_results(feval: Any, preds: np.ndarray, dataset: lgb.Dataset) -> list[tuple[str, float, bool]]:
+    out = []
+    for fn in feval if isinstance(feval, (list, tuple)) else [feval]:
+        res = fn(preds, dataset)
+        for name, value, higher in res if isinstance(res, list) else [res]:
+            out.append((name, float(value), bool(higher)))
+    return out
+
+
+def train(
+    params: dict[str, Any],
+    train_set: lgb.Dataset,
+    num_boost_round: int = 100,
+    *,
+    sampler: Sampler | str | None = None,
+    valid_sets: Sequence[lgb.Dataset] | lgb.Dataset | None = None,
+    valid_names: Sequence[str] | str | None = None,
+    feval: Callable | list[Callable] | None = None,
+    callbacks: list[Callable] | None = None,
+) -> lgb.Booster:
+    """Train a LightGBM model whose trees are fitted on sampled rows only.
+
+    Same conventions as :func:`lightgbm.train`; the added ``sampler`` chooses the rows of
+    each iteration.
+
+    Parameters
+    ----------
+    params : dict
+        LightGBM parameters (names or aliases).  ``objective`` is a LightGBM name
+        (``binary``, ``regression``, ``multiclass``, ``lambdarank``) or a
+        :class:`smart_lgbm.losses.Loss`.  ``seed`` (default 0) drives all randomness.
+        Refused with the reason: ``boosting`` other than gbdt, ``data_sample_strategy="goss"``,
+        ``bagging_fraction < 1``, ``linear_tree``.
+    train_set : lightgbm.Dataset
+        Training data.  Never modified: if it is not constructed yet, the engine bins its
+        own copy from the same raw data and parameters.
+    num_boost_round : int, default=100
+    sampler : Sampler, str or None, default=None
+        A sampler object (``FirstOrder(rate=0.1)``...), a sampler name, or None for
+        ``Full()`` (every row: ordinary gradient boosting).
+    valid_sets, valid_names : optional
+        As in ``lightgbm.train``; passing ``train_set`` itself evaluates the training set.
+    feval : callable or list of callables, optional
+        ``feval(preds, eval_data) -> (name, value, is_higher_better)`` as in ``lightgbm.train``.
+    callbacks : list of callables, optional
+        ``lightgbm.early_stopping``, ``log_evaluation``, ``record_evaluation``,
+        ``reset_parameter`` and :func:`smart_lgbm.record_sampling` work unchanged.
+
+    Returns
+    -------
+    lightgbm.Booster
+        A stock model: saves, loads and predicts like one trained by ``lightgbm.train``.
+    """
+    _lightgbm.check_version()
+    cfg = make_config(params, num_boost_round)
+    sampler = make_sampler(sampler)
+    ds_params = dataset_params(params)
+    train_data = prepare_train(train_set, cfg.loss, ds_params)
+
+    if isinstance(valid_sets, lgb.Dataset):
+        valid_sets = [valid_sets]
+    if isinstance(valid_names, str):
+        valid_names = [valid_names]
+    eval_sets: list[tuple[str, BinnedSet | None]] = []  # None stands for the training set
+    train_name = "training"
+    valids: list[BinnedSet] = []
+    for i, valid in enumerate(valid_sets or []):
+        name = valid_names[i] if valid_names is not None and len(valid_names) > i else None
+        if valid is train_set:
+            train_name = name or "training"
+            eval_sets.append((train_name, None))
+            continue
+        binned = prepare_valid(valid, name or f"valid_{i}", train_data, cfg.loss, ds_params)
+        valids.append(binned)
+        eval_sets.append((binned.name, binned))
+    evaluator = Evaluator(cfg.metrics, cfg.loss, cfg.eval_at)
+
+    run = _Run(cfg, sampler, train_data, valids)
+    model = _lightgbm.CallbackModel(run.reset_parameter, train_name)
+    model.params = cfg.params
+
+    callbacks_set = set()
+    for i, cb in enumerate(callbacks or []):
+        cb.__dict__.setdefault("order", i - len(callbacks))
+        callbacks_set.add(cb)
+    if cfg.early_stopping_round is not None:
+        callbacks_set.add(lgb.early_stopping(cfg.early_stopping_round, first_metric_only=cfg.first_metric_only,
+                                             min_delta=cfg.early_stopping_min_delta, verbose=cfg.verbosity > 0))
+    before = sorted((cb for cb in callbacks_set if getattr(cb, "before_iteration", False)), key=attrgetter("order"))
+    after = sorted((cb for cb in callbacks_set if not getattr(cb, "before_iteration", False)), key=attrgetter("order"))
+
+    results: list = []
+    best_iteration = 0
+    for it in range(cfg.num_rounds):
+        env_args = dict(model=model, params=cfg.params, iteration=it, begin_iteration=0,
+                        end_iteration=cfg.num_rounds)
+        for cb in before:
+            cb(lgb_callback.CallbackEnv(**env_args, evaluation_result_list=None))
+        record = run.step(it)
+        if record is None:
+            warnings.warn("Stopped training because there are no more leaves that meet the split requirements",
+                          stacklevel=2)
+            break
+        model.last_record = record
+        results = []
+        for name, binned in eval_sets:
+            raw = run.view(run.raw if binned is None else run.valid_raw[valids.index(binned)])
+            target = train_data.target if binned is None else binned.target
+            scores = [(name, m, v, h) for m, v, h in evaluator.evaluate(raw, target)]
+            if feval is not None:
+                source = train_set if binned is None else binned.source
+                scores += [(name, m, v, h) for m, v, h in _feval_results(feval, cfg.loss.transform(raw), source)]
+            results.extend(scores)
+        try:
+            for cb in after:
+                cb(lgb_callback.CallbackEnv(**env_args, evaluation_result_list=results))
+        except lgb_callback.EarlyStopException as exc:
+            best_iteration = exc.best_iteration + 1
+            results = exc.best_score
+            break
+
+    booster = lgb.Booster(model_str=run.model_string())
+    booster.set_train_data_name(train_name)
+    booster.best_iteration = best_iteration
+    booster.best_score = defaultdict(OrderedDict)
+    for dataset_name, eval_name, score, _ in results or []:
+        booster.best_score[dataset_name][eval_name] = score
+    return booster

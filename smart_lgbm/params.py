@@ -1,0 +1,243 @@
+"""LightGBM parameter handling for the engine: aliases, the objective, what is refused.
+
+The engine takes the same ``params`` dict as ``lightgbm.train``.  This module resolves
+aliases with LightGBM's own alias table, turns ``objective`` into a :class:`Loss`, refuses
+parameters that cannot work with a row sampler (with the reason and the alternative), and
+derives the parameter string of the per-iteration tree-fitting Booster.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from . import _lightgbm
+from .losses.base import Loss
+from .losses.binary import BinaryLogloss
+from .losses.multiclass import MulticlassSoftmax
+from .losses.regression import SquaredError
+
+_REGRESSION_NAMES = {
+    "regression", "regression_l2", "l2", "mean_squared_error", "mse", "l2_root",
+    "root_mean_squared_error", "rmse",
+}
+_OBJECTIVE_NAMES = {"binary": "binary", "multiclass": "multiclass", "softmax": "multiclass",
+                    "lambdarank": "lambdarank", **{n: "regression" for n in _REGRESSION_NAMES}}
+
+# Parameters the engine handles itself; they never reach the per-iteration Booster.
+_ENGINE_ONLY = {
+    "objective", "metric", "num_iterations", "early_stopping_round", "early_stopping_min_delta",
+    "first_metric_only", "boost_from_average", "sigmoid", "label_gain", "lambdarank_truncation_level",
+    "lambdarank_norm", "num_class", "eval_at", "is_unbalance", "scale_pos_weight", "seed",
+    "bagging_seed", "feature_fraction_seed", "extra_seed", "drop_seed", "objective_seed",
+    "data_random_seed", "verbosity", "metric_freq", "is_provide_training_metric", "output_model",
+    "input_model", "snapshot_freq", "multi_error_top_k",
+}
+
+
+def canonicalize(params: dict[str, Any] | None) -> dict[str, Any]:
+    """Copy of ``params`` with every alias replaced by LightGBM's main parameter name.
+
+    When a name and its aliases are all given, the main name wins, as in LightGBM.
+    """
+    if params is None:
+        return {}
+    if not isinstance(params, dict):
+        raise TypeError(f"params must be a dict, got {type(params).__name__}")
+    alias_to_main = {}
+    for main, names in _lightgbm.param_aliases().items():
+        for name in names:
+            alias_to_main.setdefault(name, main)
+    out: dict[str, Any] = {}
+    for key, value in params.items():
+        main = alias_to_main.get(key, key)
+        if main in out and key != main:
+            warnings.warn(f"{key}={value!r} ignored in favour of {main}={out[main]!r}", stacklevel=3)
+            continue
+        out[main] = value
+    return out
+
+
+def _number(params: dict[str, Any], key: str, default: float) -> float:
+    value = params.get(key, default)
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise TypeError(f"parameter {key} must be a number, got {value!r}") from None
+
+
+def refuse_unsupported(params: dict[str, Any]) -> None:
+    """Raise ValueError for parameters that cannot work with a row sampler, saying why."""
+    boosting = str(params.get("boosting", "gbdt")).lower()
+    if boosting not in ("gbdt", "gbrt"):
+        raise ValueError(
+            f"boosting={boosting!r} is not supported: the engine builds each iteration's trees "
+            "from a row sample with importance-reweighted gradients, which only plain gradient "
+            "boosting (boosting='gbdt') can use; for GOSS use data_sample_strategy='goss' in stock lightgbm.train"
+        )
+    if str(params.get("data_sample_strategy", "bagging")).lower() == "goss":
+        raise ValueError(
+            "data_sample_strategy='goss' is not supported: the sampler argument replaces LightGBM's "
+            "row sampling; compare against GOSS with stock lightgbm.train, or use sampler=FirstOrder(rate=...)"
+        )
+    for key in ("bagging_fraction", "pos_bagging_fraction", "neg_bagging_fraction"):
+        if key in params and _number(params, key, 1.0) < 1.0:
+            raise ValueError(
+                f"{key}={params[key]!r} is not supported: LightGBM's bagging would sample again inside "
+                "the engine's sample; use sampler=Uniform(rate=...) for stochastic gradient boosting"
+            )
+    if str(params.get("linear_tree", False)).lower() in ("true", "1"):
+        raise ValueError("linear_tree=True is not supported by the engine; use stock lightgbm.train")
+    if str(params.get("is_unbalance", False)).lower() in ("true", "1") or _number(params, "scale_pos_weight", 1.0) != 1.0:
+        raise ValueError(
+            "is_unbalance / scale_pos_weight are not supported yet; pass instance weights in the Dataset instead"
+        )
+    if str(params.get("device_type", "cpu")).lower() != "cpu":
+        raise ValueError(f"device_type={params['device_type']!r} is not supported; the engine runs on 'cpu'")
+
+
+def resolve_loss(params: dict[str, Any]) -> Loss:
+    """The Loss for ``params["objective"]`` (a LightGBM name or a Loss instance)."""
+    objective = params.get("objective", "regression")
+    num_class = int(_number(params, "num_class", 1))
+    boost_from_average = str(params.get("boost_from_average", True)).lower() not in ("false", "0")
+    if isinstance(objective, Loss):
+        if num_class > 1 and objective.num_model_per_iteration != num_class:
+            raise ValueError(f"num_class={num_class} does not match the loss {objective!r}")
+        return objective
+    if callable(objective):
+        raise TypeError(
+            "objective as a callable (preds, dataset) -> (grad, hess) is not supported by the engine, "
+            "which needs gradients for all rows as a function of raw scores; wrap it as "
+            "smart_lgbm.losses.CustomLoss(grad_hess=lambda label, raw: ...)"
+        )
+    if not isinstance(objective, str):
+        raise TypeError(f"objective must be a LightGBM objective name or a Loss, got {type(objective).__name__}")
+    name = _OBJECTIVE_NAMES.get(objective.lower())
+    if name is None:
+        raise ValueError(
+            f"objective={objective!r} is not supported; accepted: binary, multiclass (softmax), lambdarank, "
+            "regression (l2, mse, ...) or a smart_lgbm.losses.Loss instance (CustomLoss for any other "
+            "twice-differentiable loss)"
+        )
+    if name != "multiclass" and num_class > 1:
+        raise ValueError(f"num_class={num_class} requires objective='multiclass', got objective={objective!r}")
+    if name == "binary":
+        return BinaryLogloss(sigmoid=_number(params, "sigmoid", 1.0), boost_from_average=boost_from_average)
+    if name == "regression":
+        if objective.lower() in ("l2_root", "root_mean_squared_error", "rmse"):
+            # LightGBM's "rmse" objective is L2 with RMSE as the default metric.
+            params.setdefault("metric", "rmse")
+        return SquaredError(boost_from_average=boost_from_average)
+    if name == "multiclass":
+        return MulticlassSoftmax(num_class=num_class, boost_from_average=boost_from_average)
+    from .losses.lambdarank import LambdaRank  # numba import only when ranking
+
+    kwargs: dict[str, Any] = {"sigmoid": _number(params, "sigmoid", 1.0)}
+    if "label_gain" in params:
+        gain = params["label_gain"]
+        kwargs["label_gain"] = [float(g) for g in (gain.split(",") if isinstance(gain, str) else gain)]
+    if "lambdarank_truncation_level" in params:
+        kwargs["truncation_level"] = int(_number(params, "lambdarank_truncation_level", 30))
+    if "lambdarank_norm" in params:
+        kwargs["norm"] = str(params["lambdarank_norm"]).lower() not in ("false", "0")
+    return LambdaRank(**kwargs)
+
+
+def resolve_metrics(params: dict[str, Any], loss: Loss) -> list[str]:
+    """Metric names from ``params["metric"]`` (LightGBM's rules), defaulting to the loss's."""
+    metric = params.get("metric", None)
+    if metric is None or metric == "":
+        names = [loss.default_metric] if loss.default_metric else []
+    elif isinstance(metric, str):
+        names = [m.strip() for m in metric.split(",") if m.strip()]
+    elif isinstance(metric, (list, tuple)):
+        names = [str(m) for m in metric]
+    else:
+        raise TypeError(f"metric must be a string or a list of strings, got {type(metric).__name__}")
+    if any(n.lower() in ("none", "null", "custom", "na") for n in names):
+        return []
+    return list(dict.fromkeys(names))
+
+
+def resolve_eval_at(params: dict[str, Any]) -> list[int]:
+    value = params.get("eval_at", [1, 2, 3, 4, 5])
+    if isinstance(value, str):
+        value = value.split(",")
+    if isinstance(value, (int, np.integer)):
+        value = [value]
+    try:
+        ks = [int(v) for v in value]
+    except (TypeError, ValueError):
+        raise TypeError(f"eval_at must be a list of positive integers, got {value!r}") from None
+    if any(k <= 0 for k in ks):
+        raise ValueError(f"eval_at must contain positive integers, got {ks}")
+    return ks
+
+
+@dataclass
+class EngineConfig:
+    """Everything the engine derives from ``params`` once per run."""
+
+    params: dict[str, Any]
+    loss: Loss
+    metrics: list[str]
+    eval_at: list[int]
+    num_rounds: int
+    seed: int
+    early_stopping_round: int | None
+    early_stopping_min_delta: float
+    first_metric_only: bool
+    verbosity: int
+    tree_params: dict[str, Any] = field(default_factory=dict)
+
+    def booster_params(self, iteration: int) -> str:
+        """Parameter string of the per-iteration tree-fitting Booster.
+
+        Every iteration gets its own seed derived from ``seed``: each per-iteration Booster
+        starts its random streams afresh, so a fixed seed would give every tree the same
+        ``feature_fraction`` subset and the same ``extra_trees`` thresholds.
+        """
+        state = np.random.SeedSequence([self.seed, iteration, 0x5EED]).generate_state(1)[0]
+        return _lightgbm.params_to_str({**self.tree_params, "seed": int(state % (2**31 - 1))})
+
+
+def make_config(params: dict[str, Any] | None, num_boost_round: int) -> EngineConfig:
+    """Validate ``params`` and derive the engine's configuration."""
+    p = canonicalize(params)
+    refuse_unsupported(p)
+    if "num_iterations" in p:
+        warnings.warn(f"Found num_iterations={p['num_iterations']} in params; it overrides num_boost_round", stacklevel=3)
+        num_boost_round = p["num_iterations"]
+    if isinstance(num_boost_round, bool) or not isinstance(num_boost_round, (int, np.integer)) or num_boost_round < 1:
+        raise ValueError(f"num_boost_round must be a positive integer, got {num_boost_round!r}")
+    loss = resolve_loss(p)
+    seed = p.get("seed", 0)
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    es = p.get("early_stopping_round")
+    tree_params = {k: v for k, v in p.items() if k not in _ENGINE_ONLY}
+    tree_params.update(objective="custom", metric="None", verbosity=-1, num_class=loss.num_model_per_iteration)
+    return EngineConfig(
+        params=p,
+        loss=loss,
+        metrics=resolve_metrics(p, loss),
+        eval_at=resolve_eval_at(p),
+        num_rounds=int(num_boost_round),
+        seed=int(seed),
+        early_stopping_round=int(es) if es is not None and int(es) > 0 else None,
+        early_stopping_min_delta=_number(p, "early_stopping_min_delta", 0.0),
+        first_metric_only=str(p.get("first_metric_only", False)).lower() in ("true", "1"),
+        verbosity=int(_number(p, "verbosity", 1)),
+        tree_params=tree_params,
+    )
+
+
+def dataset_params(params: dict[str, Any]) -> dict[str, Any]:
+    """Params for the engine's internal Datasets: the user's, minus objects LightGBM cannot take."""
+    out = {k: v for k, v in canonicalize(params).items() if k not in ("objective", "metric")}
+    out["verbosity"] = -1 if int(_number(out, "verbosity", 1)) < 1 else out["verbosity"]
+    return out
