@@ -39,3 +39,11 @@ __all__ = [
     "record_sampling",
     "train",
 ]
+
+from .objective import SmartObjective  # noqa: E402  (needs the engine imported above)
+
+__all__ += ["SmartObjective"]
+
+from .sklearn import SmartClassifier, SmartRanker, SmartRegressor  # noqa: E402
+
+__all__ += ["SmartClassifier", "SmartRanker", "SmartRegressor"]

@@ -154,6 +154,9 @@ def has_group(handle: ctypes.c_void_p) -> bool:
 class IterationTrees:
     """The K trees of one engine iteration.
 
+    When no tree could split (LightGBM's "finished"), ``finished`` is True, ``texts`` holds
+    LightGBM's constant trees (output 0) and ``leaves`` is empty.
+
     Attributes
     ----------
     texts : list of str
@@ -173,6 +176,7 @@ class IterationTrees:
     leaves: list[np.ndarray]
     header: str
     parameters: str
+    finished: bool = False
 
 
 class _StringBuffer:
@@ -243,8 +247,8 @@ class OneIterationBooster:
         grad: np.ndarray,
         hess: np.ndarray,
         leaf_sets: list[tuple[ctypes.c_void_p, int, np.ndarray | None]],
-    ) -> IterationTrees | None:
-        """Fit one iteration; None if no tree could split (LightGBM's "finished").
+    ) -> IterationTrees:
+        """Fit one iteration (``finished`` set if no tree could split).
 
         Parameters
         ----------
@@ -266,10 +270,10 @@ class OneIterationBooster:
                     ctypes.byref(finished),
                 )
             )
-            if finished.value:
-                return None
             header, texts, parameters = split_model_string(self._buffer.model_string(booster))
             leaf_values = [leaf_values_of(t) for t in texts]
+            if finished.value:
+                return IterationTrees(texts, leaf_values, [], header, parameters, finished=True)
             for k, values in enumerate(leaf_values):
                 for leaf in range(values.shape[0]):
                     _check(_LIB.LGBM_BoosterSetLeafValue(booster, ctypes.c_int(k), ctypes.c_int(leaf), ctypes.c_double(leaf)))
@@ -398,3 +402,79 @@ class CallbackModel(lgb.Booster):
 
     def __del__(self) -> None:  # nothing to free
         pass
+
+
+# ---- scikit-learn estimator internals
+#
+# smart_lgbm.sklearn reuses LightGBM's own estimator code and swaps only its training call.
+# The three functions below are every private piece of lightgbm.sklearn it touches.
+
+
+def sklearn_fit_with_train(train_fn: Any) -> Any:
+    """A private copy of ``lightgbm.LGBMModel.fit`` whose ``train(...)`` call is ``train_fn``.
+
+    ``LGBMModel.fit`` does all of the scikit-learn work (input validation, class and sample
+    weights, eval-set Datasets, eval-metric wrappers, fitted attributes) and then calls
+    ``train(params=..., train_set=..., ...)``, a global name of :mod:`lightgbm.sklearn`.
+    The copy shares the original's code object but resolves globals in a snapshot of that
+    module's namespace with ``train`` replaced, so LightGBM's module and classes are never
+    modified: concurrent stock LightGBM fits (other threads) are unaffected, and each call
+    gets its own function object.
+
+    Raises
+    ------
+    ImportError
+        If this LightGBM's ``LGBMModel.fit`` no longer calls a global ``train`` (the seam
+        is gone; fitting would silently train with stock LightGBM).
+    """
+    import types
+
+    from lightgbm import sklearn as lgb_sklearn
+
+    fit = lgb_sklearn.LGBMModel.fit
+    if "train" not in fit.__code__.co_names or lgb_sklearn.__dict__.get("train") is not lgb.train:
+        raise ImportError(
+            f"lightgbm {lgb.__version__}: LGBMModel.fit no longer calls lightgbm.train through the module "
+            "global 'train'; smart_lgbm's scikit-learn estimators need updating for this version"
+        )
+    namespace = dict(lgb_sklearn.__dict__)
+    namespace["train"] = train_fn
+    copy = types.FunctionType(fit.__code__, namespace, fit.__name__, fit.__defaults__, fit.__closure__)
+    copy.__kwdefaults__ = fit.__kwdefaults__
+    return copy
+
+
+def sklearn_process_params(estimator: Any, cls: type, stage: str) -> dict[str, Any]:
+    """``LGBMModel._process_params`` as resolved after ``cls`` in ``estimator``'s MRO.
+
+    The estimators override that private method to keep their own constructor parameters
+    (``sampler``, ``sampler_params``) out of the LightGBM parameters.
+    """
+    return super(cls, estimator)._process_params(stage)
+
+
+def sklearn_not_fitted_error() -> type:
+    """LightGBM's not-fitted exception (a ValueError and AttributeError subclass)."""
+    from lightgbm.compat import LGBMNotFittedError
+
+    return LGBMNotFittedError
+
+
+def sklearn_check_label(label: Any) -> None:
+    """Convert ``label`` as ``lightgbm.Dataset.set_label`` does, raising its exceptions.
+
+    Stock LightGBM refuses a bad training label (strings for a regressor...) while
+    constructing the Dataset inside ``lightgbm.train``; the engine checks labels itself
+    with its own exception types, so the estimators run LightGBM's conversion first to
+    refuse bad labels exactly as LightGBM's estimators do.
+    """
+    if label is None or _basic._is_pyarrow_array(label):
+        return
+    if isinstance(label, np.ndarray) and (np.issubdtype(label.dtype, np.number) or label.dtype == np.bool_):
+        return  # converts; skipping also avoids a second "column-vector" warning
+    if isinstance(label, _basic.pd_DataFrame):
+        if len(label.columns) > 1:
+            raise ValueError("DataFrame for label cannot have multiple columns")
+        _basic._pandas_to_numpy(label, target_dtype=np.float32)
+    else:
+        _basic._list_to_1d_numpy(label, dtype=np.float32, name="label")

@@ -21,6 +21,7 @@ import numpy as np
 
 from . import _lightgbm
 from .losses.base import Loss, Target, check_finite
+from .params import dataset_params
 
 
 @dataclass
@@ -65,7 +66,7 @@ def _as_float_array(name: str, values: Any, n: int | None, dtype: type = np.floa
     try:
         arr = np.asarray(values, dtype=dtype).astype(np.float64).reshape(-1)
     except (TypeError, ValueError):
-        raise TypeError(f"{name} must be numeric, got {type(values).__name__}") from None
+        raise ValueError(f"{name} must be numeric, got {type(values).__name__}") from None
     check_finite(name, arr)
     if n is not None and arr.shape[0] != n:
         raise ValueError(f"{name} has {arr.shape[0]} entries but the data has {n} rows")
@@ -133,7 +134,7 @@ def prepare_train(train_set: lgb.Dataset, loss: Loss, params: dict[str, Any]) ->
     if user_handle is None:
         if train_set.data is None:
             raise ValueError("train_set has neither raw data nor a constructed handle")
-        ds_params = {**(train_set.params or {}), **params}
+        ds_params = dataset_params({**(train_set.params or {}), **params})
         if isinstance(train_set.data, (str, Path)):
             own = lgb.Dataset(str(train_set.data), params=ds_params, free_raw_data=True).construct()
             fields = _fields_from_handle(_lightgbm.handle_of(own), own)
@@ -185,7 +186,7 @@ def prepare_valid(valid_set: lgb.Dataset, name: str, train: BinnedSet, loss: Los
     if handle is None:
         if valid_set.data is None:
             raise ValueError(f"validation set {name!r} has neither raw data nor a constructed handle")
-        ds_params = {**(valid_set.params or {}), **params}
+        ds_params = dataset_params({**(valid_set.params or {}), **params})
         if isinstance(valid_set.data, (str, Path)):
             own = lgb.Dataset(str(valid_set.data), reference=train.reference, params=ds_params).construct()
             fields = _fields_from_handle(_lightgbm.handle_of(own), own)

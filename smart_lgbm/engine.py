@@ -111,7 +111,11 @@ class _Run:
         self.cfg.params.update(new)
 
     def step(self, iteration: int) -> dict[str, Any] | None:
-        """One boosting iteration; returns its record, or None when no tree could split."""
+        """One boosting iteration; returns its record, or None when no tree could split.
+
+        As in LightGBM, a first iteration that cannot split still leaves the model K
+        constant trees holding the initial score, so the model always loads and predicts.
+        """
         t0 = time.perf_counter()
         n = self.train.num_rows
         raw = self.raw + self.bias if iteration == 0 and np.any(self.bias) else self.raw
@@ -136,7 +140,7 @@ class _Run:
         finally:
             if subset is not None:
                 subset.free()
-        if fitted is None:
+        if fitted.finished and iteration > 0:
             return None
         texts, leaf_values = fitted.texts, fitted.leaf_values
         if iteration == 0:
@@ -145,6 +149,10 @@ class _Run:
                 for k in range(self.k):
                     texts[k], leaf_values[k] = _lightgbm.fold_bias(texts[k], float(self.bias[k]))
         self.trees.extend(texts)
+        if fitted.finished:  # constant trees: every row gets the single leaf's output
+            for raw_scores in [self.raw, *self.valid_raw]:
+                raw_scores += np.array([values[0] for values in leaf_values])
+            return None
         for raw_scores, leaves in zip([self.raw, *self.valid_raw], fitted.leaves):
             for k in range(self.k):
                 raw_scores[:, k] += leaf_values[k][leaves[:, k]]

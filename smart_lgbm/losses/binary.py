@@ -56,6 +56,8 @@ class BinaryLogloss(Loss):
         if not self.boost_from_average:
             return np.zeros(1)
         w = target.weight
+        if w is not None and not w.sum() > 0:
+            return np.zeros(1)  # all-zero weights: nothing to average
         pavg = target.label.mean() if w is None else np.dot(target.label, w) / w.sum()
         pavg = min(max(pavg, _K_EPSILON), 1.0 - _K_EPSILON)
         return np.array([np.log(pavg / (1.0 - pavg)) / self.sigmoid])

@@ -55,6 +55,8 @@ class MulticlassSoftmax(Loss):
         if not self.boost_from_average:
             return np.zeros(self.num_class)
         w = np.ones(target.num_rows) if target.weight is None else target.weight
+        if not w.sum() > 0:
+            return np.zeros(self.num_class)  # all-zero weights: nothing to average
         counts = np.bincount(target.label.astype(np.int64), weights=w, minlength=self.num_class)
         return np.log(np.maximum(_K_EPSILON, counts / w.sum()))
 

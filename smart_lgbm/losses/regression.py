@@ -31,6 +31,8 @@ class SquaredError(Loss):
         if not self.boost_from_average:
             return np.zeros(1)
         w = target.weight
+        if w is not None and not w.sum() > 0:
+            return np.zeros(1)  # all-zero weights: nothing to average
         mean = target.label.mean() if w is None else np.dot(target.label, w) / w.sum()
         return np.array([mean])
 

@@ -26,17 +26,30 @@ class FirstOrder(ProbabilitySampler):
 
 
 class SecondOrder(ProbabilitySampler):
-    """Second-gradient-proportional sampling with a DANE-style regularised gradient (paper Alg. 3).
+    """Second-gradient-proportional sampling (paper Alg. 3), optionally with its DANE-style
+    regularised gradient.
 
-    ``p_i = min(1, rho * h_i)`` (sum of the K hessians for multiclass) and drawn rows fit
+    ``p_i = min(1, rho * h_i)`` (sum of the K hessians for multiclass); drawn rows fit
+    ``h~_i = h_i / p_i`` and, with the regulariser on (``anchor_lag`` set),
 
-    ``g~_i = (g_i - l'(y~_i) + eta * mean_{k in I_j(i)} l'(y~_k)) / p_i``,  ``h~_i = h_i / p_i``.
+    ``g~_i = (g_i - l'(y~_i) + eta * mean_{k in I_j(i)} l'(y~_k)) / p_i``,
+
+    otherwise ``g~_i = g_i / p_i``.
 
     This project's reading of the paper (which leaves it loose): ``y~`` is the model output
     ``anchor_lag`` iterations ago, so ``l'(y~_i)`` is the gradient the engine computed at
     iteration ``t - anchor_lag`` (kept in a short history, never recomputed), and ``I_j(i)``
     is the leaf of the most recent tree holding row ``i`` (the tree being fitted does not
     exist yet).  Until ``anchor_lag`` iterations of history exist the plain gradient is used.
+    ``SecondOrder(anchor_lag=2)`` is the paper's Alg. 3 ("the hypothesis of the last two
+    iterations").
+
+    The regulariser is off by default: measured on a9a it makes the model worse at every
+    rate tried (``docs/results/second_order_ablation.md``, made by
+    ``scripts/ablation_second_order.py``): the leaf-mean term pulls each row's gradient
+    towards the mean of the leaf the previous tree already put it in, which discourages the
+    new tree from refining structure the shrunken previous tree only partly fitted, and
+    dividing that non-vanishing term by the small ``p_i`` of low-hessian rows adds variance.
 
     Parameters
     ----------
@@ -45,8 +58,8 @@ class SecondOrder(ProbabilitySampler):
     rho : float > 0, optional
         Fixed ``rho``.  Give ``rate`` or ``rho``, not both.
     eta : float >= 0, default=1.0
-        Weight of the leaf-mean anchor term.
-    anchor_lag : int >= 1 or None, default=2
+        Weight of the leaf-mean anchor term (used only with ``anchor_lag``).
+    anchor_lag : int >= 1 or None, default=None
         How many iterations back the anchor ``y~`` lies; None turns the regulariser off
         (plain second-gradient-proportional sampling).
     """
@@ -58,7 +71,7 @@ class SecondOrder(ProbabilitySampler):
         rate: float | None = None,
         rho: float | None = None,
         eta: float = 1.0,
-        anchor_lag: int | None = 2,
+        anchor_lag: int | None = None,
     ) -> None:
         super().__init__(rate=rate, rho=rho)
         if isinstance(eta, bool) or not isinstance(eta, (int, float, np.floating, np.integer)):

@@ -1,0 +1,32 @@
+"""Shared fixtures: bundled real data, loaded once per session."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from smart_lgbm.datasets.bundled import load_a9a, load_higgs_sample
+
+
+@pytest.fixture(scope="session")
+def a9a():
+    """((X_train, y_train), (X_test, y_test)) of the bundled a9a (real data)."""
+    return load_a9a()
+
+
+@pytest.fixture(scope="session")
+def higgs():
+    """LightGBM's bundled HIGGS sample (real data, 7,000 / 500 rows)."""
+    return load_higgs_sample()
+
+
+@pytest.fixture(scope="session")
+def a9a_small(a9a):
+    """First 4,000 training rows of a9a, for tests that need many runs."""
+    (X, y), (Xt, yt) = a9a
+    return (X[:4000], y[:4000]), (Xt[:2000], yt[:2000])
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(12345)
