@@ -1,0 +1,325 @@
+"""scikit-learn estimators trained by :func:`smart_lgbm.train`.
+
+:class:`SmartClassifier`, :class:`SmartRegressor` and :class:`SmartRanker` are swap-ins for
+:class:`lightgbm.LGBMClassifier`, :class:`lightgbm.LGBMRegressor` and
+:class:`lightgbm.LGBMRanker`: same constructor parameters, same ``fit``/``predict``
+signatures, same fitted attributes, plus
+
+* ``sampler``: a :class:`smart_lgbm.Sampler` or a sampler name (``"first_order"``...);
+  None (the default) is ``Full()``, every row, i.e. ordinary gradient boosting;
+* ``sampler_params``: keyword arguments for a sampler given by name
+  (``sampler="first_order", sampler_params={"rate": 0.1}``), so that a grid search can
+  vary them;
+* ``sampling_record_``: after ``fit``, the per-iteration record of
+  :func:`smart_lgbm.record_sampling` (rows sampled, sampling rate, seconds).
+
+Design: where the training call is swapped
+------------------------------------------
+Each estimator subclasses LightGBM's own, so input validation, label encoding, class
+weights, eval-set handling, eval-metric wrappers, tags, ``get_params``/``set_params`` and
+all fitted attributes are LightGBM's code, unchanged.  ``LGBMClassifier.fit`` and
+``LGBMRanker.fit`` do their task-specific work and then call ``super().fit(...)``, which is
+``LGBMModel.fit``; that method builds the Datasets and calls ``train(...)``, a global name
+of :mod:`lightgbm.sklearn`.  That call is the one thing replaced:
+
+* A mixin, :class:`_EngineFit`, subclasses ``LGBMModel`` and is listed after the LightGBM
+  estimator in each class's bases, so the C3 method order is e.g. ``SmartClassifier ->
+  LGBMClassifier -> ClassifierMixin -> _EngineFit -> LGBMModel``: the ``super().fit`` of
+  ``LGBMClassifier.fit`` lands in ``_EngineFit.fit``.
+* ``_EngineFit.fit`` runs LightGBM's ``LGBMModel.fit`` *code* through a per-call function
+  object whose globals map ``train`` to an adapter calling :func:`smart_lgbm.train` with
+  the estimator's sampler (:func:`smart_lgbm._lightgbm.sklearn_fit_with_train`).
+
+Alternatives rejected: assigning ``lightgbm.sklearn.train`` (a global monkeypatch: every
+stock LightGBM estimator in the process, in any thread, would train through the engine
+while a fit runs); copying the ~150 lines of ``LGBMModel.fit`` (a fork of LightGBM's
+validation and eval-set logic that drifts from the installed version).  The seam is
+checked: if a LightGBM version stops calling a global ``train``, the first fit raises
+ImportError instead of silently training with stock LightGBM, and a fit that finishes
+without the engine having run raises RuntimeError.
+
+``_process_params`` (private LightGBM method building the LightGBM parameter dict, called by
+``fit`` and ``predict``) is overridden to drop ``sampler`` and ``sampler_params``, which are
+not LightGBM parameters (and, at predict, an ``objective`` that is a
+:class:`smart_lgbm.losses.Loss`, which LightGBM's C predictor cannot take).  Every use of LightGBM's private names lives in
+:mod:`smart_lgbm._lightgbm` ("scikit-learn estimator internals").
+
+What differs from LightGBM's estimators: parameters the engine cannot honour are refused
+with ValueError at ``fit`` (``boosting_type`` other than ``"gbdt"``, ``subsample < 1`` with
+``subsample_freq > 0``, ``data_sample_strategy="goss"``, ``linear_tree``, ``is_unbalance``/
+``scale_pos_weight``), as are ``init_model`` (continued training) and objectives other than
+binary, multiclass, regression (L2), lambdarank or a :class:`smart_lgbm.losses.Loss` instance
+(meant for the regressor: the classifier's ``predict_proba`` assumes a probability model); a
+callable ``objective`` is refused with TypeError (wrap it as a
+:class:`smart_lgbm.losses.CustomLoss`).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import lightgbm as lgb
+import numpy as np
+
+from . import _lightgbm
+from .callback import record_sampling
+from .losses.base import Loss
+from .engine import train as engine_train
+from .samplers import Sampler, make_sampler
+
+__all__ = ["SmartClassifier", "SmartRanker", "SmartRegressor"]
+
+#: Constructor parameters of the Smart estimators that are not LightGBM parameters.
+_SMART_PARAMS = ("sampler", "sampler_params")
+
+
+def _check_sampler(sampler: Any, sampler_params: Any) -> Sampler:
+    """A fresh sampler for one fit from the ``sampler``/``sampler_params`` parameters.
+
+    A sampler instance is deep-copied: scikit-learn requires ``fit`` to leave parameters
+    unchanged, and a sampler may keep state between iterations.
+    """
+    if sampler_params is None:
+        sampler_params = {}
+    elif not isinstance(sampler_params, dict):
+        raise TypeError(f"sampler_params must be a dict or None, got {type(sampler_params).__name__}")
+    if sampler is not None and not isinstance(sampler, (Sampler, str)):
+        raise TypeError(
+            f"sampler must be a smart_lgbm Sampler instance, a sampler name or None, got {type(sampler).__name__}"
+        )
+    spec = copy.deepcopy(sampler) if isinstance(sampler, Sampler) else sampler
+    try:
+        return make_sampler(spec, **sampler_params)
+    except (TypeError, ValueError) as exc:
+        detail = f" with sampler_params={sampler_params!r}" if sampler_params else ""
+        raise type(exc)(f"invalid sampler={sampler!r}{detail}: {exc}") from exc
+
+
+class _EngineFit(lgb.LGBMModel):
+    """Mixin running ``LGBMModel.fit`` with :func:`smart_lgbm.train` as its training call.
+
+    Placed right before ``LGBMModel`` in the method order of each Smart estimator (see the
+    module docstring); it defines no constructor parameters of its own.
+    """
+
+    def _process_params(self, stage: str) -> dict[str, Any]:
+        # Called by LightGBM's fit and predict to build the LightGBM parameter dict from
+        # get_params(); the sampler parameters are ours, and a sampler object must not
+        # reach the Dataset parameters (LightGBM would stringify it into its C config).
+        params = _lightgbm.sklearn_process_params(self, _EngineFit, stage)
+        for key in _SMART_PARAMS:
+            params.pop(key, None)
+        if stage == "predict" and isinstance(params.get("objective"), Loss):
+            # predict passes these parameters to LightGBM's C predictor, which cannot take
+            # a Loss object; the saved model already says how to transform raw scores.
+            params.pop("objective")
+        return params
+
+    def fit(  # type: ignore[override]
+        self,
+        X: Any,
+        y: Any,
+        sample_weight: Any = None,
+        init_score: Any = None,
+        group: Any = None,
+        eval_set: list[tuple[Any, Any]] | tuple[Any, Any] | None = None,
+        eval_names: list[str] | None = None,
+        eval_sample_weight: list[Any] | None = None,
+        eval_class_weight: list[Any] | None = None,
+        eval_init_score: list[Any] | None = None,
+        eval_group: list[Any] | None = None,
+        eval_metric: str | Callable | list[str | Callable] | None = None,
+        feature_name: list[str] | str = "auto",
+        categorical_feature: list[str] | list[int] | str = "auto",
+        callbacks: list[Callable] | None = None,
+        init_model: str | Path | lgb.Booster | lgb.LGBMModel | None = None,
+    ) -> _EngineFit:
+        """``LGBMModel.fit`` with the engine as trainer; arguments as there."""
+        sampler = _check_sampler(getattr(self, "sampler", None), getattr(self, "sampler_params", None))
+        if init_model is not None:
+            raise ValueError(
+                "init_model is not supported: smart_lgbm.train starts every model from scratch; "
+                "give the previous model's raw predictions as init_score instead"
+            )
+        record: dict[str, list[Any]] = {}
+        engine_runs: list[bool] = []
+
+        def train(
+            *,
+            params: dict[str, Any],
+            train_set: lgb.Dataset,
+            num_boost_round: int,
+            valid_sets: list[lgb.Dataset],
+            valid_names: list[str] | None,
+            feval: list[Callable],
+            init_model: Any,
+            callbacks: list[Callable],
+        ) -> lgb.Booster:
+            # Keyword-only and without **kwargs on purpose: if LightGBM starts passing a
+            # new argument, fitting fails loudly instead of ignoring it.
+            engine_runs.append(True)
+            _lightgbm.sklearn_check_label(train_set.label)
+            # lightgbm.train drops None-valued parameters when it writes its C config
+            # (random_state=None is LGBMModel's default); the engine validates values, so
+            # drop them here the same way.
+            params = {key: value for key, value in params.items() if value is not None}
+            # LightGBM's default verbosity (1), made explicit: the engine's dataset_params
+            # currently raises KeyError when no verbosity alias is given at all.
+            if not any(alias in params for alias in _lightgbm.param_aliases()["verbosity"]):
+                params["verbosity"] = 1
+            if isinstance(params.get("objective"), Loss):
+                # LGBMModel.fit copies every parameter into the Datasets it creates for
+                # this fit; a Loss object cannot enter LightGBM's C config, and binning
+                # needs no objective (num_class without a multiclass objective is refused).
+                for dataset in [train_set, *valid_sets]:
+                    dataset.params = {k: v for k, v in (dataset.params or {}).items()
+                                      if k not in ("objective", "num_class")}
+            return engine_train(
+                params,
+                train_set,
+                num_boost_round,
+                sampler=sampler,
+                valid_sets=valid_sets or None,
+                valid_names=valid_names,
+                feval=feval or None,
+                callbacks=[*callbacks, record_sampling(record)],
+            )
+
+        lightgbm_fit = _lightgbm.sklearn_fit_with_train(train)
+        lightgbm_fit(
+            self,
+            X,
+            y,
+            sample_weight=sample_weight,
+            init_score=init_score,
+            group=group,
+            eval_set=eval_set,
+            eval_names=eval_names,
+            eval_sample_weight=eval_sample_weight,
+            eval_class_weight=eval_class_weight,
+            eval_init_score=eval_init_score,
+            eval_group=eval_group,
+            eval_metric=eval_metric,
+            feature_name=feature_name,
+            categorical_feature=categorical_feature,
+            callbacks=callbacks,
+            init_model=None,
+        )
+        if not engine_runs:
+            raise RuntimeError(
+                "LightGBM's fit returned without calling smart_lgbm.train; this lightgbm version "
+                f"({lgb.__version__}) is not supported by smart_lgbm.sklearn"
+            )
+        self._sampling_record = record
+        return self
+
+    @property
+    def sampling_record_(self) -> dict[str, list[Any]]:
+        """dict: Per-iteration sampling record of the last fit.
+
+        Lists under ``num_sampled``, ``sampling_rate``, ``sample_seconds`` and ``seconds``,
+        one entry per boosting iteration (see :func:`smart_lgbm.record_sampling`).
+        """
+        if not self.__sklearn_is_fitted__():
+            raise _lightgbm.sklearn_not_fitted_error()("No sampling record found. Need to call fit beforehand.")
+        return self._sampling_record
+
+
+def _smart_init(
+    self: Any,
+    *,
+    boosting_type: str = "gbdt",
+    num_leaves: int = 31,
+    max_depth: int = -1,
+    learning_rate: float = 0.1,
+    n_estimators: int = 100,
+    subsample_for_bin: int = 200000,
+    objective: str | Callable | None = None,
+    class_weight: dict | str | None = None,
+    min_split_gain: float = 0.0,
+    min_child_weight: float = 1e-3,
+    min_child_samples: int = 20,
+    subsample: float = 1.0,
+    subsample_freq: int = 0,
+    colsample_bytree: float = 1.0,
+    reg_alpha: float = 0.0,
+    reg_lambda: float = 0.0,
+    random_state: int | np.random.RandomState | np.random.Generator | None = None,
+    n_jobs: int | None = None,
+    importance_type: str = "split",
+    sampler: Sampler | str | None = None,
+    sampler_params: dict[str, Any] | None = None,
+    **kwargs: Any,
+) -> None:
+    # Only stores parameters (scikit-learn's rule): the sampler is validated and built at fit.
+    self.sampler = sampler
+    self.sampler_params = sampler_params
+    lgb.LGBMModel.__init__(
+        self,
+        boosting_type=boosting_type,
+        num_leaves=num_leaves,
+        max_depth=max_depth,
+        learning_rate=learning_rate,
+        n_estimators=n_estimators,
+        subsample_for_bin=subsample_for_bin,
+        objective=objective,
+        class_weight=class_weight,
+        min_split_gain=min_split_gain,
+        min_child_weight=min_child_weight,
+        min_child_samples=min_child_samples,
+        subsample=subsample,
+        subsample_freq=subsample_freq,
+        colsample_bytree=colsample_bytree,
+        reg_alpha=reg_alpha,
+        reg_lambda=reg_lambda,
+        random_state=random_state,
+        n_jobs=n_jobs,
+        importance_type=importance_type,
+        **kwargs,
+    )
+
+
+_smart_init.__doc__ = (lgb.LGBMModel.__init__.__doc__ or "").replace(
+    "    **kwargs",
+    """    sampler : Sampler, str or None, optional (default=None)
+        Row sampler of every boosting iteration: a :class:`smart_lgbm.Sampler` instance
+        (``FirstOrder(rate=0.1)``...), a sampler name (``"first_order"``...) or None for
+        ``Full()`` (all rows, ordinary gradient boosting).
+    sampler_params : dict or None, optional (default=None)
+        Keyword arguments for a sampler given by name, e.g. ``{"rate": 0.1}``.
+    **kwargs""",
+    1,
+)
+
+
+class SmartRegressor(lgb.LGBMRegressor, _EngineFit):
+    """LightGBM regressor trained by :func:`smart_lgbm.train` with a row ``sampler``.
+
+    Swap-in for :class:`lightgbm.LGBMRegressor`; see :mod:`smart_lgbm.sklearn`.
+    """
+
+    __init__ = _smart_init
+
+
+class SmartClassifier(lgb.LGBMClassifier, _EngineFit):
+    """LightGBM classifier trained by :func:`smart_lgbm.train` with a row ``sampler``.
+
+    Swap-in for :class:`lightgbm.LGBMClassifier` (binary and multiclass; one row sample per
+    iteration is shared by the K trees of a multiclass iteration); see
+    :mod:`smart_lgbm.sklearn`.
+    """
+
+    __init__ = _smart_init
+
+
+class SmartRanker(lgb.LGBMRanker, _EngineFit):
+    """LightGBM ranker trained by :func:`smart_lgbm.train` with a row ``sampler``.
+
+    Swap-in for :class:`lightgbm.LGBMRanker` (objective ``lambdarank``); see
+    :mod:`smart_lgbm.sklearn`.
+    """
+
+    __init__ = _smart_init
