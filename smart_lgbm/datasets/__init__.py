@@ -1,0 +1,21 @@
+"""Data set readers and generators."""
+
+from .ranking import (
+    group_from_qid,
+    load_lightgbm_ranking,
+    load_rank_sample,
+    load_svmlight_ranking,
+    read_query_file,
+)
+from .synthetic_ranking import make_mslr_like, make_mslr_like_split, train_test_split_by_query
+
+__all__ = [
+    "group_from_qid",
+    "load_lightgbm_ranking",
+    "load_rank_sample",
+    "load_svmlight_ranking",
+    "make_mslr_like",
+    "make_mslr_like_split",
+    "read_query_file",
+    "train_test_split_by_query",
+]
