@@ -1,0 +1,8 @@
+"""``python -m smart_lgbm`` is the ``smart-lgbm`` command."""
+
+import sys
+
+from .cli import main
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,73 @@
+"""The ``smart-lgbm`` command: ``run`` one method or ``compare`` all methods of a TOML config.
+
+Exit codes: 0 success, 2 bad command line or config (the message names the key),
+130 interrupted (finished methods' results are kept).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from ._version import __version__
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="smart-lgbm",
+        description="Config-driven runs and side-by-side comparisons of SMART sampling against stock LightGBM.",
+    )
+    parser.add_argument("--version", action="version", version=f"smart-lgbm {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{run,compare}")
+
+    run = sub.add_parser("run", help="train one method of a config and write its records")
+    run.add_argument("config", help="TOML config file (see docs/compare.md)")
+    run.add_argument("--method", help="method label ([methods.LABEL]); needed when the config has several")
+    run.add_argument("--experiment", action="append", help="only this experiment (repeatable)")
+    run.add_argument("--seed", type=int, action="append", help="only this seed (repeatable)")
+    run.add_argument("--output", help="output folder (overrides the config's 'output')")
+
+    cmp_ = sub.add_parser("compare", help="train every method and write records, the table and plots")
+    cmp_.add_argument("config", help="TOML config file (see docs/compare.md)")
+    cmp_.add_argument("--method", action="append", help="only this method label (repeatable)")
+    cmp_.add_argument("--experiment", action="append", help="only this experiment (repeatable)")
+    cmp_.add_argument("--output", help="output folder (overrides the config's 'output')")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``smart-lgbm`` and ``python -m smart_lgbm``; returns the exit code."""
+    args = _parser().parse_args(argv)
+    # Imported here so that --help and --version answer without loading LightGBM and numba.
+    from .compare import ConfigError, load_config, run_compare, run_single
+
+    try:
+        config = load_config(args.config)
+        if args.command == "run":
+            labels = list(dict.fromkeys(m.label for e in config.experiments for m in e.methods))
+            method = args.method
+            if method is None:
+                if len(labels) != 1:
+                    raise ConfigError(f"--method is needed: the config has methods {', '.join(labels)}")
+                method = labels[0]
+            run_single(config, method, experiments=args.experiment, seeds=args.seed, output=args.output)
+            return 0
+        results = run_compare(config, methods=args.method, experiments=args.experiment, output=args.output)
+    except ConfigError as exc:
+        print(f"smart-lgbm: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    from .compare.report import to_markdown
+
+    for result in results:
+        if result.table is not None:
+            print(to_markdown(result.table))
+    out = args.output or config.output
+    print(f"results in {out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

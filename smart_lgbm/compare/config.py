@@ -1,0 +1,562 @@
+"""TOML configs of ``smart-lgbm run|compare``: schema, validation and defaults.
+
+A config is a TOML file; every error names the table and key at fault, e.g.
+``[methods.fo] unknown key 'rat'; accepted: kind, params, rate, rho, seeds``.
+Relative paths (``output``, data files) are relative to the config file's folder, so a
+config works from any working directory.  ``docs/compare.md`` describes the layout; in short::
+
+    output = "../results/quick"   # folder of tables, records and plots
+    rounds = 300                  # boosting rounds (experiments may override)
+    seeds = [0, 1, 2]             # seeds of the methods that sample at random
+    target = "stock_full"         # method whose final quality is the target, or a number
+    tolerance = 0.0               # slack when testing "reaches the target"
+
+    [params]                      # LightGBM parameters shared by all methods and experiments
+    learning_rate = 0.1
+    num_leaves = 31
+
+    [methods.stock_full]          # label; ``kind`` defaults to the label when it is a kind
+    [methods.fo]
+    kind = "first_order"
+    rate = 0.1
+
+    [[experiments]]
+    name = "a9a"
+    metric = "binary_logloss"
+    data = { source = "bundled", name = "a9a" }
+    params = { objective = "binary", sigmoid = 2.0 }
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import os
+import re
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python 3.10 only
+    import tomli as tomllib
+
+from .. import _lightgbm
+from ..metrics import ALIASES as _METRIC_ALIASES
+from ..metrics import METRICS as _METRICS
+
+
+class ConfigError(ValueError):
+    """A config value is invalid; the message names the table and the key."""
+
+
+class ConfigTypeError(ConfigError, TypeError):
+    """A config value has the wrong type; the message names the table and the key."""
+
+
+class ConfigFileError(ConfigError, FileNotFoundError):
+    """A file named in a config does not exist; the message names the key."""
+
+
+# --------------------------------------------------------------------------- schema
+
+#: Method kinds: stock LightGBM (``lightgbm.train``) and engine samplers (``smart_lgbm.train``).
+STOCK_KINDS = ("stock_full", "stock_bagging", "stock_goss")
+ENGINE_KINDS = ("full", "uniform", "weight_trimming", "first_order", "second_order", "mvs", "loss_based")
+KINDS = STOCK_KINDS + ENGINE_KINDS
+
+_NUMBER = (int, float)
+# kind -> {key: (accepted python types, description for messages)}; every kind also takes
+# the common keys below.  The table name ([methods.LABEL]) is the method's label.
+_KIND_KEYS: dict[str, dict[str, tuple[tuple[type, ...], str]]] = {
+    "stock_full": {},
+    "stock_bagging": {"bagging_fraction": (_NUMBER, "a number in (0, 1)")},
+    "stock_goss": {"top_rate": (_NUMBER, "a number in (0, 1)"), "other_rate": (_NUMBER, "a number in (0, 1)")},
+    "full": {},
+    "uniform": {"rate": (_NUMBER, "a number in (0, 1]")},
+    "weight_trimming": {"alpha": (_NUMBER, "a number in [0, 1)")},
+    "first_order": {"rate": (_NUMBER, "a number in (0, 1]"), "rho": (_NUMBER, "a number > 0")},
+    "second_order": {
+        "rate": (_NUMBER, "a number in (0, 1]"),
+        "rho": (_NUMBER, "a number > 0"),
+        "eta": (_NUMBER, "a number >= 0"),
+        "anchor_lag": ((int, str), "an integer >= 1 or \"off\""),
+    },
+    "mvs": {"rate": (_NUMBER, "a number in (0, 1]"), "rho": (_NUMBER, "a number > 0"),
+            "reg": ((int, float, str), "a number >= 0 or \"auto\"")},
+    "loss_based": {"rate": (_NUMBER, "a number in (0, 1]"), "rho": (_NUMBER, "a number > 0")},
+}
+_METHOD_COMMON = ("kind", "params", "seeds")
+
+# Defaults that make stock sampling comparable with the engine's default rate of 0.1.
+_STOCK_DEFAULTS = {"stock_bagging": {"bagging_fraction": 0.1}, "stock_goss": {"top_rate": 0.05, "other_rate": 0.05}}
+
+_TOP_KEYS = ("output", "rounds", "seeds", "target", "tolerance", "metric", "warmup", "progress_seconds", "params",
+             "methods", "experiments")
+_EXPERIMENT_KEYS = ("name", "data", "metric", "rounds", "seeds", "target", "tolerance", "params", "methods")
+
+BUNDLED = ("a9a", "higgs_sample", "rank_sample")
+GENERATORS = ("dense_binary", "mslr_like")
+FILE_SOURCES = ("svmlight", "lightgbm", "csv", "parquet")
+SOURCES = ("bundled", "synthetic", *FILE_SOURCES)
+_DATA_KEYS = {
+    "bundled": ("source", "name", "max_rows"),
+    "synthetic": ("source", "generator", "n_rows", "n_features", "seed", "test_size", "max_rows"),
+    "svmlight": ("source", "train", "valid", "test_size", "seed", "max_rows"),
+    "lightgbm": ("source", "train", "valid", "train_query", "valid_query", "test_size", "seed", "max_rows"),
+    "csv": ("source", "train", "valid", "label", "group", "features", "test_size", "seed", "max_rows"),
+    "parquet": ("source", "train", "valid", "label", "group", "features", "test_size", "seed", "max_rows"),
+}
+
+# Shared LightGBM parameters that a method or the experiment sets itself: giving them in
+# [params] would silently change what a method means, so they are refused with the reason.
+_RESERVED_PARAMS = {
+    "metric": "set the experiment's 'metric' key instead (e.g. metric = \"ndcg@10\")",
+    "eval_at": "set the experiment's 'metric' key instead (e.g. metric = \"ndcg@10\")",
+    "num_iterations": "set 'rounds' instead",
+    "seed": "set 'seeds' instead",
+    "data_sample_strategy": "use a method of kind stock_goss",
+    "bagging_fraction": "use a method of kind stock_bagging",
+    "bagging_freq": "use a method of kind stock_bagging",
+    "top_rate": "use a method of kind stock_goss",
+    "other_rate": "use a method of kind stock_goss",
+    "boosting": "every method is gbdt",
+    "early_stopping_round": "a comparison runs all rounds",
+}
+
+_NDCG = re.compile(r"^ndcg@([1-9][0-9]*)$")
+
+
+@dataclass(frozen=True)
+class DataSpec:
+    """Where an experiment's data come from (validated; paths are absolute)."""
+
+    source: str
+    name: str | None = None
+    generator: str | None = None
+    n_rows: int | None = None
+    n_features: int | None = None
+    seed: int = 0
+    test_size: float = 0.2
+    train: Path | None = None
+    valid: Path | None = None
+    train_query: Path | None = None
+    valid_query: Path | None = None
+    label: str | None = None
+    group: str | None = None
+    features: tuple[str, ...] | None = None
+    max_rows: int | None = None
+
+    def describe(self) -> str:
+        """One line for logs and tables, e.g. ``synthetic dense_binary (n_rows=3000000, seed=0)``."""
+        if self.source == "bundled":
+            return f"bundled {self.name}"
+        if self.source == "synthetic":
+            return f"synthetic {self.generator} (n_rows={self.n_rows}, seed={self.seed})"
+        return f"{self.source} {self.train}" + (f" + {self.valid}" if self.valid else "")
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    """One method of a comparison: a stock LightGBM variant or an engine sampler."""
+
+    label: str
+    kind: str
+    options: dict[str, Any] = field(default_factory=dict)
+    params: dict[str, Any] = field(default_factory=dict)
+    seeds: tuple[int, ...] | None = None
+
+    @property
+    def is_stock(self) -> bool:
+        return self.kind in STOCK_KINDS
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """One data set with everything needed to compare the methods on it."""
+
+    name: str
+    data: DataSpec
+    metric: str
+    rounds: int
+    seeds: tuple[int, ...]
+    target: float | str | None
+    params: dict[str, Any]
+    methods: tuple[MethodSpec, ...]
+    tolerance: float = 0.0
+
+    @property
+    def higher_is_better(self) -> bool:
+        return metric_higher_is_better(self.metric)
+
+    def method(self, label: str) -> MethodSpec:
+        for m in self.methods:
+            if m.label == label:
+                return m
+        raise ConfigError(f"[experiments.{self.name}] no method {label!r}; methods: {', '.join(self.labels)}")
+
+    @property
+    def labels(self) -> list[str]:
+        return [m.label for m in self.methods]
+
+
+@dataclass(frozen=True)
+class CompareConfig:
+    """A whole validated config file."""
+
+    path: Path | None
+    output: Path
+    experiments: tuple[Experiment, ...]
+    progress_seconds: float = 10.0
+    warmup: bool = True
+
+    def experiment(self, name: str) -> Experiment:
+        for e in self.experiments:
+            if e.name == name:
+                return e
+        names = ", ".join(e.name for e in self.experiments)
+        raise ConfigError(f"no experiment {name!r}; experiments: {names}")
+
+
+# --------------------------------------------------------------------------- helpers
+
+def _type_name(value: Any) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    return {int: "integer", float: "number", str: "string", list: "list", dict: "table"}.get(
+        type(value), type(value).__name__
+    )
+
+
+def _check_keys(table: Mapping[str, Any], accepted: tuple[str, ...] | list[str], where: str) -> None:
+    for key in table:
+        if key not in accepted:
+            raise ConfigError(f"{where} unknown key {key!r}; accepted: {', '.join(sorted(accepted))}")
+
+
+def _typed(table: Mapping[str, Any], key: str, types: tuple[type, ...], where: str, what: str) -> Any:
+    value = table[key]
+    # TOML booleans are Python ints; never accept one where a number is meant.
+    if isinstance(value, bool) and bool not in types:
+        ok = False
+    else:
+        ok = isinstance(value, types)
+    if not ok:
+        raise ConfigTypeError(f"{where} key {key!r} must be {what}, got {_type_name(value)} {value!r}")
+    return value
+
+
+def _int(table: Mapping[str, Any], key: str, where: str, minimum: int, default: Any = None) -> Any:
+    if key not in table:
+        return default
+    value = _typed(table, key, (int,), where, f"an integer >= {minimum}")
+    if value < minimum:
+        raise ConfigError(f"{where} key {key!r} must be an integer >= {minimum}, got {value!r}")
+    return value
+
+
+def _fraction(table: Mapping[str, Any], key: str, where: str, default: float) -> float:
+    if key not in table:
+        return default
+    value = float(_typed(table, key, _NUMBER, where, "a number in (0, 1)"))
+    if not 0.0 < value < 1.0:
+        raise ConfigError(f"{where} key {key!r} must be in (0, 1), got {value!r}")
+    return value
+
+
+def _str(table: Mapping[str, Any], key: str, where: str, choices: tuple[str, ...] | None = None,
+         default: Any = None) -> Any:
+    if key not in table:
+        if default is None and choices is not None:
+            raise ConfigError(f"{where} missing key {key!r}; accepted values: {', '.join(choices)}")
+        return default
+    value = _typed(table, key, (str,), where, "a string")
+    if choices is not None and value not in choices:
+        raise ConfigError(f"{where} key {key!r} is {value!r}; accepted values: {', '.join(choices)}")
+    return value
+
+
+def _seeds(table: Mapping[str, Any], where: str) -> tuple[int, ...] | None:
+    if "seeds" not in table:
+        return None
+    value = table["seeds"]
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = [value]
+    if not isinstance(value, list) or not value or any(
+        isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in value
+    ):
+        raise ConfigTypeError(f"{where} key 'seeds' must be a non-empty list of integers >= 0, got {value!r}")
+    if len(set(value)) != len(value):
+        raise ConfigError(f"{where} key 'seeds' repeats a seed: {value!r}")
+    return tuple(value)
+
+
+def _path(table: Mapping[str, Any], key: str, where: str, base: Path, must_exist: bool = True) -> Path | None:
+    if key not in table:
+        return None
+    value = _typed(table, key, (str,), where, "a path string")
+    path = Path(os.path.expanduser(value))
+    path = Path(os.path.normpath(path if path.is_absolute() else base / path))
+    if must_exist and not path.exists():
+        raise ConfigFileError(f"{where} key {key!r}: file not found: {path}")
+    return path
+
+
+def metric_higher_is_better(metric: str) -> bool:
+    """Whether larger values of ``metric`` (``auc``, ``ndcg@10``, ``binary_logloss``...) are better."""
+    if _NDCG.match(metric):
+        return True
+    return _METRICS[_METRIC_ALIASES.get(metric, metric)][1]
+
+
+def _metric(value: Any, where: str) -> str:
+    if isinstance(value, bool) or not isinstance(value, str):
+        raise ConfigTypeError(f"{where} key 'metric' must be a string, got {_type_name(value)} {value!r}")
+    name = value.strip().lower()
+    if _NDCG.match(name) or _METRIC_ALIASES.get(name, name) in _METRICS:
+        return _METRIC_ALIASES.get(name, name)
+    accepted = ", ".join([*sorted(_METRICS), "ndcg@K"])
+    raise ConfigError(f"{where} key 'metric' is {value!r}; accepted: {accepted}")
+
+
+def lightgbm_metric_params(metric: str) -> dict[str, Any]:
+    """LightGBM ``metric``/``eval_at`` parameters that evaluate exactly ``metric``."""
+    match = _NDCG.match(metric)
+    if match:
+        return {"metric": "ndcg", "eval_at": [int(match.group(1))]}
+    return {"metric": metric}
+
+
+# --------------------------------------------------------------------------- sections
+
+
+def _lgb_params(value: Any, where: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ConfigTypeError(f"{where} must be a table of LightGBM parameters, got {_type_name(value)}")
+    known = {alias: main for main, names in _lightgbm.param_aliases().items() for alias in names}
+    out: dict[str, Any] = {}
+    for key, val in value.items():
+        if key not in known:
+            raise ConfigError(f"{where} unknown LightGBM parameter {key!r} (see LightGBM's Parameters page)")
+        main = known[key]
+        if main in _RESERVED_PARAMS:
+            raise ConfigError(f"{where} key {key!r} cannot be set here: {_RESERVED_PARAMS[main]}")
+        scalar = (str, int, float, bool)
+        if not (isinstance(val, scalar) or (isinstance(val, list) and all(isinstance(v, scalar) for v in val))):
+            raise ConfigTypeError(f"{where} key {key!r} must be a string, number, boolean or list, got {_type_name(val)}")
+        if isinstance(val, float) and not math.isfinite(val):
+            raise ConfigError(f"{where} key {key!r} must be finite, got {val!r}")
+        out[key] = val
+    return out
+
+
+def _method(label: str, value: Any) -> MethodSpec:
+    where = f"[methods.{label}]"
+    if not isinstance(value, dict):
+        raise ConfigTypeError(f"{where} must be a table, got {_type_name(value)}")
+    if "kind" in value:
+        kind = _str(value, "kind", where, KINDS)
+    elif label in KINDS:
+        kind = label
+    else:
+        raise ConfigError(f"{where} missing key 'kind' (the label is not a kind); accepted values: {', '.join(KINDS)}")
+    keys = _KIND_KEYS[kind]
+    _check_keys(value, [*_METHOD_COMMON, *keys], where)
+    options: dict[str, Any] = dict(_STOCK_DEFAULTS.get(kind, {}))
+    for key, (types, what) in keys.items():
+        if key in value:
+            options[key] = _typed(value, key, types, where, what)
+    if kind == "second_order" and isinstance(options.get("anchor_lag"), str):
+        if options["anchor_lag"] != "off":
+            raise ConfigError(f"{where} key 'anchor_lag' must be an integer >= 1 or \"off\", got {options['anchor_lag']!r}")
+        options["anchor_lag"] = None
+    if kind == "mvs" and isinstance(options.get("reg"), str) and options["reg"] != "auto":
+        raise ConfigError(f"{where} key 'reg' must be a number >= 0 or \"auto\", got {options['reg']!r}")
+    for key in ("bagging_fraction", "top_rate", "other_rate"):
+        if key in options and not 0.0 < float(options[key]) < 1.0:
+            raise ConfigError(f"{where} key {key!r} must be in (0, 1), got {options[key]!r}")
+    if kind == "stock_goss" and options["top_rate"] + options["other_rate"] > 1.0:
+        raise ConfigError(f"{where} keys 'top_rate' + 'other_rate' must be <= 1")
+    if kind in ENGINE_KINDS:
+        _check_sampler(kind, options, where)
+    params = _lgb_params(value.get("params", {}), f"{where} params")
+    return MethodSpec(label=label, kind=kind, options=options, params=params, seeds=_seeds(value, where))
+
+
+def _check_sampler(kind: str, options: dict[str, Any], where: str) -> None:
+    """Build the sampler once so that bad values fail at load time, not mid-run."""
+    from ..samplers import make_sampler
+
+    try:
+        make_sampler(kind, **options)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{where} {exc}") from None
+
+
+def _data(value: Any, where: str, base: Path) -> DataSpec:
+    if not isinstance(value, dict):
+        raise ConfigTypeError(f"{where} must be a table, got {_type_name(value)}")
+    source = _str(value, "source", where, SOURCES)
+    _check_keys(value, _DATA_KEYS[source], where)
+    max_rows = _int(value, "max_rows", where, 2)
+    if source == "bundled":
+        return DataSpec(source, name=_str(value, "name", where, BUNDLED), max_rows=max_rows)
+    test_size = _fraction(value, "test_size", where, 0.2)
+    seed = _int(value, "seed", where, 0, default=0)
+    if source == "synthetic":
+        generator = _str(value, "generator", where, GENERATORS)
+        if "n_rows" not in value:
+            raise ConfigError(f"{where} missing key 'n_rows' (the number of rows to generate)")
+        min_features = 16 if generator == "dense_binary" else 4
+        return DataSpec(source, generator=generator, n_rows=_int(value, "n_rows", where, 10),
+                        n_features=_int(value, "n_features", where, min_features, default=136),
+                        seed=seed, test_size=test_size, max_rows=max_rows)
+    if "train" not in value:
+        raise ConfigError(f"{where} missing key 'train' (path of the training file)")
+    if source == "parquet" and not any(importlib.util.find_spec(m) for m in ("pyarrow", "fastparquet")):
+        raise ConfigError(f"{where} key 'source': reading Parquet needs pyarrow or fastparquet, and neither is installed")
+    spec: dict[str, Any] = dict(train=_path(value, "train", where, base), valid=_path(value, "valid", where, base),
+                                test_size=test_size, seed=seed, max_rows=max_rows)
+    if source == "lightgbm":
+        spec.update(train_query=_path(value, "train_query", where, base),
+                    valid_query=_path(value, "valid_query", where, base))
+    if source in ("csv", "parquet"):
+        if "label" not in value:
+            raise ConfigError(f"{where} missing key 'label' (the label column)")
+        spec.update(label=_str(value, "label", where), group=_str(value, "group", where))
+        if "features" in value:
+            feats = value["features"]
+            if not isinstance(feats, list) or not feats or not all(isinstance(f, str) for f in feats):
+                raise ConfigTypeError(f"{where} key 'features' must be a non-empty list of column names, got {feats!r}")
+            spec["features"] = tuple(feats)
+    return DataSpec(source, **spec)
+
+
+def _target(value: Any, where: str) -> float | str:
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise ConfigTypeError(f"{where} key 'target' must be a number or a method label, got {_type_name(value)} {value!r}")
+    return float(value) if isinstance(value, (int, float)) else value
+
+
+def _tolerance(table: Mapping[str, Any], where: str, default: float) -> float:
+    if "tolerance" not in table:
+        return default
+    value = float(_typed(table, "tolerance", _NUMBER, where, "a number >= 0"))
+    if not (math.isfinite(value) and value >= 0):
+        raise ConfigError(f"{where} key 'tolerance' must be a finite number >= 0, got {value!r}")
+    return value
+
+
+def _rounds(table: Mapping[str, Any], where: str, default: Any) -> Any:
+    return _int(table, "rounds", where, 1, default=default)
+
+
+def parse_config(raw: Mapping[str, Any], base_dir: str | os.PathLike = ".", path: Path | None = None) -> CompareConfig:
+    """Validate a config already read from TOML.
+
+    Parameters
+    ----------
+    raw : mapping
+        The TOML document as a dict.
+    base_dir : path-like, default="."
+        Folder that relative paths are relative to (the config file's folder).
+    path : Path, optional
+        The config file, kept for the records.
+
+    Returns
+    -------
+    CompareConfig
+
+    Raises
+    ------
+    ConfigError, ConfigTypeError, ConfigFileError
+        Subclasses of ValueError, TypeError and FileNotFoundError whose messages name the
+        table and key, and list the accepted keys or values.
+    """
+    base = Path(base_dir).resolve()
+    where = "[config]"
+    _check_keys(raw, _TOP_KEYS, where)
+    output_value = _str(raw, "output", where, default="results")
+    output = Path(os.path.expanduser(output_value))
+    output = Path(os.path.normpath(output if output.is_absolute() else base / output))
+    rounds = _rounds(raw, where, default=100)
+    seeds = _seeds(raw, where) or (0,)
+    target = _target(raw["target"], where) if "target" in raw else None
+    metric = _metric(raw["metric"], where) if "metric" in raw else None
+    tolerance = _tolerance(raw, where, 0.0)
+    warmup = _typed(raw, "warmup", (bool,), where, "true or false") if "warmup" in raw else True
+    progress = 10.0
+    if "progress_seconds" in raw:
+        progress = float(_typed(raw, "progress_seconds", _NUMBER, where, "a number of seconds"))
+    shared = _lgb_params(raw.get("params", {}), "[params]")
+
+    methods_raw = raw.get("methods")
+    if not isinstance(methods_raw, dict) or not methods_raw:
+        raise ConfigError(f"{where} needs at least one [methods.LABEL] table; kinds: {', '.join(KINDS)}")
+    methods = {label: _method(label, value) for label, value in methods_raw.items()}
+
+    exps_raw = raw.get("experiments")
+    if not isinstance(exps_raw, list) or not exps_raw or not all(isinstance(e, dict) for e in exps_raw):
+        raise ConfigError(f"{where} needs at least one [[experiments]] table (name, data, metric, ...)")
+    experiments = []
+    for i, exp in enumerate(exps_raw):
+        name = exp.get("name", f"#{i + 1}")
+        ewhere = f"[experiments.{name}]"
+        _check_keys(exp, _EXPERIMENT_KEYS, ewhere)
+        name = _str(exp, "name", ewhere, default=None)
+        if name is None:
+            raise ConfigError(f"{ewhere} missing key 'name'")
+        if not re.fullmatch(r"[A-Za-z0-9_.-]+", name):
+            raise ConfigError(f"{ewhere} key 'name' may hold letters, digits, '_', '.', '-' only (it names a folder)")
+        if name in {e.name for e in experiments}:
+            raise ConfigError(f"{ewhere} key 'name' repeats another experiment's name")
+        if "data" not in exp:
+            raise ConfigError(f"{ewhere} missing key 'data'; accepted sources: {', '.join(SOURCES)}")
+        data = _data(exp["data"], f"{ewhere} data", base)
+        exp_metric = _metric(exp["metric"], ewhere) if "metric" in exp else metric
+        if exp_metric is None:
+            raise ConfigError(f"{ewhere} missing key 'metric' (e.g. \"auc\", \"binary_logloss\", \"ndcg@10\")")
+        labels = list(methods)
+        if "methods" in exp:
+            chosen = exp["methods"]
+            if not isinstance(chosen, list) or not chosen or not all(isinstance(m, str) for m in chosen):
+                raise ConfigTypeError(f"{ewhere} key 'methods' must be a non-empty list of method labels, got {chosen!r}")
+            for m in chosen:
+                if m not in methods:
+                    raise ConfigError(f"{ewhere} key 'methods' names {m!r}; defined methods: {', '.join(methods)}")
+            labels = chosen
+        exp_target = _target(exp["target"], ewhere) if "target" in exp else target
+        if isinstance(exp_target, str) and exp_target not in labels:
+            raise ConfigError(f"{ewhere} key 'target' names {exp_target!r}, which is not one of its methods: {', '.join(labels)}")
+        params = {**shared, **_lgb_params(exp.get("params", {}), f"{ewhere} params")}
+        experiments.append(Experiment(
+            name=name, data=data, metric=exp_metric, rounds=_rounds(exp, ewhere, default=rounds),
+            seeds=_seeds(exp, ewhere) or seeds, target=exp_target, params=params,
+            methods=tuple(methods[m] for m in labels), tolerance=_tolerance(exp, ewhere, tolerance),
+        ))
+    return CompareConfig(path=path, output=output, experiments=tuple(experiments), progress_seconds=progress,
+                         warmup=warmup)
+
+
+def load_config(path: str | os.PathLike) -> CompareConfig:
+    """Read and validate a TOML config file.
+
+    Raises
+    ------
+    ConfigFileError
+        If the file does not exist.
+    ConfigError
+        If it is not valid TOML or fails validation (the message names the key).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigFileError(f"config file not found: {path}")
+    try:
+        with open(path, "rb") as fh:
+            raw = tomllib.load(fh)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    return parse_config(raw, base_dir=path.resolve().parent, path=path.resolve())

@@ -1,0 +1,216 @@
+"""Data of a config's experiment: read or generate, split, cap, and wrap as LightGBM Datasets.
+
+Every source yields a training and a validation :class:`Split` of ``(X, y, group)``
+(``group`` = query sizes for ranking, None otherwise).  Without a validation file the
+training data are split: by whole queries for ranking, by random rows otherwise, seeded by
+the data spec's ``seed``.  ``max_rows`` keeps the first rows (whole queries) of each split,
+for quick runs on a subsample.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import lightgbm as lgb
+import numpy as np
+import scipy.sparse as sp
+
+from .config import ConfigError, DataSpec
+
+Matrix = Any  # numpy array or scipy CSR matrix
+
+
+@dataclass(frozen=True)
+class Split:
+    """One side of an experiment's data: features, labels and (for ranking) query sizes."""
+
+    X: Matrix
+    y: np.ndarray
+    group: np.ndarray | None = None
+
+    @property
+    def num_rows(self) -> int:
+        return int(self.X.shape[0])
+
+
+@dataclass(frozen=True)
+class ExperimentData:
+    """Training and validation splits plus a one-line description of where they came from."""
+
+    train: Split
+    valid: Split
+    description: str
+
+    @property
+    def is_ranking(self) -> bool:
+        return self.train.group is not None
+
+
+def _head(split: Split, max_rows: int | None) -> Split:
+    """The first ``max_rows`` rows of ``split``; for ranking, the whole queries that fit (at least one)."""
+    if max_rows is None or split.num_rows <= max_rows:
+        return split
+    if split.group is None:
+        return Split(split.X[:max_rows], split.y[:max_rows], None)
+    ends = np.cumsum(split.group)
+    n_queries = max(1, int(np.searchsorted(ends, max_rows, side="right")))
+    rows = int(ends[n_queries - 1])
+    return Split(split.X[:rows], split.y[:rows], split.group[:n_queries])
+
+
+def _split(whole: Split, test_size: float, seed: int) -> tuple[Split, Split]:
+    """Seeded random split: by whole queries for ranking, by rows otherwise (row order kept)."""
+    from ..datasets.synthetic_ranking import train_test_split_by_query
+
+    if whole.group is not None:
+        (Xa, ya, ga), (Xb, yb, gb) = train_test_split_by_query(whole.X, whole.y, whole.group, test_size, seed)
+        return Split(Xa, ya, ga), Split(Xb, yb, gb)
+    n = whole.num_rows
+    n_test = min(max(1, int(round(test_size * n))), n - 1)
+    test = np.zeros(n, dtype=bool)
+    test[np.random.default_rng(seed).choice(n, n_test, replace=False)] = True
+    return Split(whole.X[~test], whole.y[~test], None), Split(whole.X[test], whole.y[test], None)
+
+
+def _same_width(a: Matrix, b: Matrix) -> tuple[Matrix, Matrix]:
+    """Pad the narrower of two sparse matrices with empty columns (LibSVM files infer widths)."""
+    width = max(a.shape[1], b.shape[1])
+
+    def pad(m: Matrix) -> Matrix:
+        if m.shape[1] == width:
+            return m
+        m = m.tocsr()
+        return sp.csr_matrix((m.data, m.indices, m.indptr), shape=(m.shape[0], width))
+
+    return pad(a), pad(b)
+
+
+def _bundled(spec: DataSpec) -> tuple[Split, Split]:
+    from ..datasets import bundled, ranking
+
+    if spec.name == "a9a":
+        (X, y), (Xv, yv) = bundled.load_a9a()
+        return Split(X, y), Split(Xv, yv)
+    if spec.name == "higgs_sample":
+        (X, y), (Xv, yv) = bundled.load_higgs_sample()
+        return Split(X, y), Split(Xv, yv)
+    (X, y, g), (Xv, yv, gv) = ranking.load_rank_sample()
+    return Split(X, y, g), Split(Xv, yv, gv)
+
+
+def _synthetic(spec: DataSpec) -> tuple[Split, Split]:
+    if spec.generator == "dense_binary":
+        from ..datasets.synthetic import make_dense_binary
+
+        X, y = make_dense_binary(spec.n_rows, spec.n_features, spec.seed)
+        # Rows are i.i.d., so the last test_size share is a random split already (and no copy).
+        cut = spec.n_rows - min(max(1, int(round(spec.test_size * spec.n_rows))), spec.n_rows - 1)
+        return Split(X[:cut], y[:cut]), Split(X[cut:], y[cut:])
+    from ..datasets.synthetic_ranking import make_mslr_like_split
+
+    (X, y, g), (Xv, yv, gv) = make_mslr_like_split(spec.n_rows, spec.n_features, spec.seed, spec.test_size)
+    return Split(X, y.astype(np.float64), g), Split(Xv, yv.astype(np.float64), gv)
+
+
+def _read_svmlight(path: Any) -> Split:
+    from sklearn.datasets import load_svmlight_file
+
+    from ..datasets.ranking import group_from_qid
+
+    X, y, qid = load_svmlight_file(str(path), zero_based=True, query_id=True)
+    # Files without "qid:" give qid 0 everywhere: plain classification/regression data.
+    group = None if not np.any(qid) else group_from_qid(qid)
+    return Split(X.tocsr(), y, group)
+
+
+def _read_lightgbm(path: Any, query: Any) -> Split:
+    from ..datasets.ranking import load_lightgbm_ranking
+
+    X, y, g = load_lightgbm_ranking(path, query)
+    return Split(X.tocsr(), y, g)
+
+
+def _read_table(spec: DataSpec, path: Any, key: str) -> Split:
+    import pandas as pd
+
+    from ..datasets.ranking import group_from_qid
+
+    where = f"[data] key {key!r} ({path})"
+    frame = pd.read_parquet(path) if spec.source == "parquet" else pd.read_csv(path)
+    for column_key, column in (("label", spec.label), ("group", spec.group)):
+        if column is not None and column not in frame.columns:
+            raise ConfigError(f"{where}: no column {column!r} named by key {column_key!r}; columns: {', '.join(map(str, frame.columns))}")
+    features = list(spec.features) if spec.features else [c for c in frame.columns if c not in (spec.label, spec.group)]
+    missing = [c for c in features if c not in frame.columns]
+    if missing:
+        raise ConfigError(f"{where}: key 'features' names missing columns {missing}")
+    X = frame[features].to_numpy(dtype=np.float64)
+    y = frame[spec.label].to_numpy(dtype=np.float64)
+    group = group_from_qid(frame[spec.group].to_numpy()) if spec.group else None
+    return Split(X, y, group)
+
+
+def _files(spec: DataSpec) -> tuple[Split, Split]:
+    def read(path: Any, query: Any, key: str) -> Split:
+        if spec.source == "svmlight":
+            return _read_svmlight(path)
+        if spec.source == "lightgbm":
+            return _read_lightgbm(path, query)
+        return _read_table(spec, path, key)
+
+    train = read(spec.train, spec.train_query, "train")
+    if spec.valid is None:
+        return _split(train, spec.test_size, spec.seed)
+    valid = read(spec.valid, spec.valid_query, "valid")
+    if (train.group is None) != (valid.group is None):
+        raise ConfigError("[data] key 'valid': one file has query groups and the other has none")
+    if sp.issparse(train.X) and sp.issparse(valid.X):
+        Xa, Xb = _same_width(train.X, valid.X)
+        train, valid = Split(Xa, train.y, train.group), Split(Xb, valid.y, valid.group)
+    elif train.X.shape[1] != valid.X.shape[1]:
+        raise ConfigError(f"[data] keys 'train' and 'valid' have {train.X.shape[1]} and {valid.X.shape[1]} features")
+    return train, valid
+
+
+def load_data(spec: DataSpec) -> ExperimentData:
+    """Read or generate the data of an experiment.
+
+    Parameters
+    ----------
+    spec : DataSpec
+        A validated data spec (see :mod:`smart_lgbm.compare.config`).
+
+    Returns
+    -------
+    ExperimentData
+        Training and validation splits, capped to ``spec.max_rows`` rows each.
+    """
+    if spec.source == "bundled":
+        train, valid = _bundled(spec)
+    elif spec.source == "synthetic":
+        train, valid = _synthetic(spec)
+    else:
+        train, valid = _files(spec)
+    train, valid = _head(train, spec.max_rows), _head(valid, spec.max_rows)
+    desc = f"{spec.describe()}: {train.num_rows} train / {valid.num_rows} valid rows, {train.X.shape[1]} features"
+    if train.group is not None:
+        desc += f", {len(train.group)} / {len(valid.group)} queries"
+    return ExperimentData(train, valid, desc)
+
+
+def head(data: ExperimentData, max_rows: int) -> ExperimentData:
+    """The first ``max_rows`` rows (whole queries) of both splits, e.g. for a warm-up run."""
+    return ExperimentData(_head(data.train, max_rows), _head(data.valid, max_rows), data.description)
+
+
+def make_datasets(data: ExperimentData) -> tuple[lgb.Dataset, lgb.Dataset]:
+    """Fresh, unconstructed LightGBM Datasets for one run (training, validation).
+
+    A fresh pair per run keeps runs independent: no method can see another's binning or
+    init scores.  Binning happens inside ``lightgbm.train`` / ``smart_lgbm.train`` with the
+    run's parameters, before the first iteration, so it is not part of the per-iteration times.
+    """
+    train = lgb.Dataset(data.train.X, data.train.y, group=data.train.group)
+    valid = lgb.Dataset(data.valid.X, data.valid.y, group=data.valid.group, reference=train)
+    return train, valid

@@ -1,0 +1,297 @@
+"""The comparison table in the paper's layout, computed from per-iteration records.
+
+Pure functions: records in, numbers and markdown out (no training, no files), so the
+arithmetic is testable on hand-made records.
+
+A method with several seeds is summarised by its mean curve: at each iteration the mean
+over seeds of the metric, of the sampling rate and of the seconds.  On that curve:
+
+* upper part, at the target quality: the first iteration whose metric reaches the target
+  (``>=`` when higher is better, ``<=`` otherwise), the ASRI over iterations 1..that one,
+  the cumulative training seconds up to it, and the speed-ups (reference seconds / method
+  seconds) against stock full and stock GOSS;
+* lower part: the best metric, the first iteration reaching it, the ASRI and the seconds
+  up to it.
+
+ASRI (average sampling rate per iteration) = mean over the iterations used of
+(rows the tree was fitted on / training rows).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Curve:
+    """A method's mean curve over its seeds (arrays indexed by iteration - 1)."""
+
+    method: str
+    kind: str
+    seeds: tuple[int, ...]
+    values: np.ndarray
+    sampling_rate: np.ndarray
+    seconds: np.ndarray
+
+    @property
+    def cumulative_seconds(self) -> np.ndarray:
+        return np.cumsum(self.seconds)
+
+    @property
+    def num_iterations(self) -> int:
+        return int(self.values.shape[0])
+
+
+@dataclass(frozen=True)
+class Row:
+    """One line of the table; ``iterations`` is None when the target was not reached."""
+
+    method: str
+    runs: int
+    value: float | None
+    iterations: int | None
+    asri: float | None
+    seconds: float | None
+    speedup_full: float | None = None
+    speedup_goss: float | None = None
+
+
+@dataclass(frozen=True)
+class Table:
+    """Both parts of the table with what they refer to."""
+
+    experiment: str
+    metric: str
+    higher_is_better: bool
+    target: float
+    target_source: str
+    tolerance: float
+    upper: list[Row]
+    lower: list[Row]
+    full_reference: str | None
+    goss_reference: str | None
+
+
+def mean_curves(records: Sequence[Any]) -> list[Curve]:
+    """Group run records by method (first-seen order) and average over seeds.
+
+    Parameters
+    ----------
+    records : sequence of RunRecord-like objects
+        Each with ``method``, ``kind``, ``seed``, ``values``, ``sampling_rate``, ``seconds``.
+
+    Returns
+    -------
+    list of Curve
+        Seeds of unequal length (a run that stopped early) are cut to the shortest.
+    """
+    groups: dict[str, list[Any]] = {}
+    for rec in records:
+        groups.setdefault(rec.method, []).append(rec)
+    curves = []
+    for method, recs in groups.items():
+        n = min(len(r.values) for r in recs)
+        if n == 0:
+            continue
+
+        def mean(attr: str, recs: list[Any] = recs, n: int = n) -> np.ndarray:
+            return np.mean([np.asarray(getattr(r, attr)[:n], dtype=np.float64) for r in recs], axis=0)
+
+        curves.append(Curve(method, recs[0].kind, tuple(r.seed for r in recs),
+                            mean("values"), mean("sampling_rate"), mean("seconds")))
+    return curves
+
+
+#: Relative slack always granted when comparing with the target: two implementations of
+#: the same algorithm (stock full and the engine's Full) agree to ~1e-15, not bit for bit.
+FLOAT_SLACK = 1e-9
+
+
+def _threshold(target: float, higher_is_better: bool, tolerance: float) -> float:
+    slack = tolerance + FLOAT_SLACK * max(1.0, abs(target))
+    return target - slack if higher_is_better else target + slack
+
+
+def reaches(value: float, target: float, higher_is_better: bool, tolerance: float = 0.0) -> bool:
+    """Whether ``value`` is at least as good as ``target`` (within ``tolerance``)."""
+    threshold = _threshold(target, higher_is_better, tolerance)
+    return value >= threshold if higher_is_better else value <= threshold
+
+
+def first_reaching(values: np.ndarray, target: float, higher_is_better: bool, tolerance: float = 0.0) -> int | None:
+    """0-based index of the first value at least as good as ``target``, None if none is.
+
+    "At least as good" allows ``tolerance`` (absolute) plus :data:`FLOAT_SLACK` relative.
+    """
+    values = np.asarray(values, dtype=np.float64)
+    threshold = _threshold(target, higher_is_better, tolerance)
+    hits = np.flatnonzero(values >= threshold if higher_is_better else values <= threshold)
+    return int(hits[0]) if hits.size else None
+
+
+def best_index(values: np.ndarray, higher_is_better: bool) -> int:
+    """0-based index of the first occurrence of the best value."""
+    values = np.asarray(values, dtype=np.float64)
+    return int(np.argmax(values) if higher_is_better else np.argmin(values))
+
+
+def asri(sampling_rate: np.ndarray, index: int) -> float:
+    """Average sampling rate per iteration over iterations 0..``index`` (inclusive)."""
+    return float(np.mean(np.asarray(sampling_rate, dtype=np.float64)[: index + 1]))
+
+
+def _first_of_kind(curves: Sequence[Curve], kind: str) -> Curve | None:
+    return next((c for c in curves if c.kind == kind), None)
+
+
+def resolve_target(curves: Sequence[Curve], target: float | str | None) -> tuple[float, str]:
+    """The target quality and a phrase saying where it comes from.
+
+    ``target`` is a number (used as is), a method label (that method's final quality), or
+    None: stock full's final quality (or the first method's when there is no stock full).
+
+    Raises
+    ------
+    ValueError
+        If ``target`` names a method without results.
+    """
+    if isinstance(target, (int, float)) and not isinstance(target, bool):
+        return float(target), "given"
+    if target is None:
+        ref = _first_of_kind(curves, "stock_full") or (curves[0] if curves else None)
+        if ref is None:
+            raise ValueError("no results to take a target from")
+    else:
+        ref = next((c for c in curves if c.method == target), None)
+        if ref is None:
+            raise ValueError(f"target method {target!r} has no results; methods with results: "
+                             f"{', '.join(c.method for c in curves)}")
+    return float(ref.values[-1]), f"{ref.method} after {ref.num_iterations} iterations"
+
+
+def _row_at(curve: Curve, index: int | None, value: float | None) -> Row:
+    if index is None:
+        return Row(curve.method, len(curve.seeds), None, None, None, None)
+    return Row(curve.method, len(curve.seeds), value, index + 1, asri(curve.sampling_rate, index),
+               float(curve.cumulative_seconds[index]))
+
+
+def build_table(
+    experiment: str,
+    metric: str,
+    higher_is_better: bool,
+    curves: Sequence[Curve],
+    target: float | str | None = None,
+    tolerance: float = 0.0,
+) -> Table:
+    """Both parts of the paper's table from the methods' mean curves.
+
+    Parameters
+    ----------
+    experiment, metric : str
+        Names shown in the title.
+    higher_is_better : bool
+        Direction of ``metric``.
+    curves : sequence of Curve
+        See :func:`mean_curves`.
+    target : float, str or None
+        See :func:`resolve_target`.
+    tolerance : float, default=0.0
+        Absolute slack of "reaches the target" (see :func:`first_reaching`).
+
+    Returns
+    -------
+    Table
+    """
+    target_value, source = resolve_target(curves, target)
+    full = _first_of_kind(curves, "stock_full")
+    goss = _first_of_kind(curves, "stock_goss")
+
+    def seconds_to_target(curve: Curve | None) -> float | None:
+        if curve is None:
+            return None
+        i = first_reaching(curve.values, target_value, higher_is_better, tolerance)
+        return None if i is None else float(curve.cumulative_seconds[i])
+
+    def speedup(ref: float | None, mine: float | None) -> float | None:
+        if ref is None or mine is None or mine <= 0:
+            return None
+        return ref / mine
+
+    full_s, goss_s = seconds_to_target(full), seconds_to_target(goss)
+    upper, lower = [], []
+    for curve in curves:
+        i = first_reaching(curve.values, target_value, higher_is_better, tolerance)
+        row = _row_at(curve, i, None if i is None else float(curve.values[i]))
+        upper.append(Row(row.method, row.runs, row.value, row.iterations, row.asri, row.seconds,
+                         speedup(full_s, row.seconds), speedup(goss_s, row.seconds)))
+        b = best_index(curve.values, higher_is_better)
+        lower.append(_row_at(curve, b, float(curve.values[b])))
+    return Table(experiment, metric, higher_is_better, target_value, source, tolerance, upper, lower,
+                 None if full is None else full.method, None if goss is None else goss.method)
+
+
+def _fmt(value: float | None, spec: str, missing: str = "—") -> str:
+    return missing if value is None else format(value, spec)
+
+
+def _seconds(value: float | None) -> str:
+    if value is None:
+        return "—"
+    return f"{value:.3f}" if value < 10 else f"{value:.1f}" if value < 1000 else f"{value:.0f}"
+
+
+def to_markdown(table: Table) -> str:
+    """The table as markdown: an upper part at the target quality, a lower part at each best.
+
+    Missing values (target not reached, no reference method) are shown as "not reached"
+    and "—".
+    """
+    direction = "higher is better" if table.higher_is_better else "lower is better"
+    refs = [r for r in (table.full_reference, table.goss_reference) if r]
+    header = ["method", "runs", table.metric, "iter", "ASRI", "time/s"] + [f"speed-up vs {r}" for r in refs]
+    lines = [
+        f"### {table.experiment}: {table.metric} ({direction})",
+        "",
+        f"Target quality {table.target:.6g} ({table.target_source}"
+        + (f", tolerance {table.tolerance:g}" if table.tolerance else "")
+        + "). Upper part: first iteration reaching the "
+        "target; lower part: each method's best quality. time/s = training seconds (evaluation excluded); "
+        "ASRI = average sampling rate per iteration.",
+        "",
+        "| " + " | ".join(header) + " |",
+        "|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|",
+    ]
+    for row in table.upper:
+        cells = [row.method, str(row.runs)]
+        if row.iterations is None:
+            cells += ["not reached", "—", "—", "—"] + ["—"] * len(refs)
+        else:
+            cells += [f"{row.value:.4f}", str(row.iterations), f"{row.asri:.4f}", _seconds(row.seconds)]
+            speedups = ([row.speedup_full] if table.full_reference else []) + (
+                [row.speedup_goss] if table.goss_reference else [])
+            cells += [_fmt(s, ".2f") + ("x" if s is not None else "") for s in speedups]
+        lines.append("| " + " | ".join(cells) + " |")
+    lines.append("| **best quality** |" + " |" * (len(header) - 1))
+    for row in table.lower:
+        cells = [row.method, str(row.runs), f"{row.value:.4f}", str(row.iterations), f"{row.asri:.4f}",
+                 _seconds(row.seconds)] + [""] * len(refs)
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def parse_markdown_table(text: str) -> list[list[str]]:
+    """Cells of the first markdown table in ``text`` (header first, alignment row dropped)."""
+    rows: list[list[str]] = []
+    for line in text.splitlines():
+        if line.startswith("|"):
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if not all(set(c) <= set("-:") and c for c in cells):
+                rows.append(cells)
+        elif rows:
+            break
+    return rows
