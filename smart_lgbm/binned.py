@@ -82,6 +82,26 @@ def _num_raw_rows(data: Any) -> int | None:
     return None
 
 
+# Up to this many cells (rows x features) the engine stores its own binned copy densely.
+_DENSE_CELLS = 1 << 27
+
+
+def _storage_params(data: Any, params: dict[str, Any]) -> dict[str, Any]:
+    """Dense bin storage for the engine's own copy of moderately sized sparse data.
+
+    Sparse feature groups make LightGBM build a multi-value bin every time a Booster is
+    created on a subset: on a9a that is 2 of the engine's 5 ms per iteration.  Dense
+    storage gives the same bins and histograms; below 2^27 cells it costs at most 128 MB
+    of one-byte bins.  An explicit ``is_enable_sparse`` is always respected.
+    """
+    shape = getattr(data, "shape", None)
+    if "is_enable_sparse" in params or shape is None or len(shape) != 2:
+        return params
+    if int(shape[0]) * int(shape[1]) <= _DENSE_CELLS:
+        return {**params, "is_enable_sparse": False}
+    return params
+
+
 def _fields_from_handle(handle: ctypes.c_void_p, dataset: lgb.Dataset) -> dict[str, Any]:
     return {name: dataset.get_field(name) for name in ("label", "weight", "group", "init_score")}
 
@@ -146,7 +166,7 @@ def prepare_train(train_set: lgb.Dataset, loss: Loss, params: dict[str, Any]) ->
                 label=train_set.label,
                 feature_name=train_set.feature_name,
                 categorical_feature=train_set.categorical_feature,
-                params=ds_params,
+                params=_storage_params(train_set.data, ds_params),
                 free_raw_data=True,
             ).construct()
             fields = {"label": train_set.label, "weight": train_set.weight, "group": train_set.group,
@@ -192,7 +212,7 @@ def prepare_valid(valid_set: lgb.Dataset, name: str, train: BinnedSet, loss: Los
             fields = _fields_from_handle(_lightgbm.handle_of(own), own)
         else:
             own = lgb.Dataset(valid_set.data, label=valid_set.label, reference=train.reference,
-                              params=ds_params, free_raw_data=True).construct()
+                              params=_storage_params(valid_set.data, ds_params), free_raw_data=True).construct()
             fields = {"label": valid_set.label, "weight": valid_set.weight, "group": valid_set.group,
                       "init_score": valid_set.init_score}
         handle = _lightgbm.handle_of(own)
