@@ -103,7 +103,11 @@ def _storage_params(data: Any, params: dict[str, Any]) -> dict[str, Any]:
 
 
 def _fields_from_handle(handle: ctypes.c_void_p, dataset: lgb.Dataset) -> dict[str, Any]:
-    return {name: dataset.get_field(name) for name in ("label", "weight", "group", "init_score")}
+    fields = {name: dataset.get_field(name) for name in ("label", "weight", "init_score")}
+    # A constructed Dataset stores query boundaries; the engine works with query sizes.
+    boundaries = dataset.get_field("group")
+    fields["group"] = None if boundaries is None else np.diff(boundaries)
+    return fields
 
 
 def _target_and_scores(name: str, fields: dict[str, Any], n: int, loss: Loss) -> tuple[Target, np.ndarray | None]:

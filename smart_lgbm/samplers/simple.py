@@ -32,13 +32,10 @@ class Uniform(Sampler):
         self.rate = check_rate(rate)
 
     def sample(self, state: SamplingState, rng: np.random.Generator) -> Sample:
-        n = state.num_rows
-        p = np.full(n, self.rate)
-        if self.rate == 1.0:
-            # Still a draw (rng.random is consumed) so that the path is the sampling path.
-            indices = bernoulli_draw(p, rng)
-            return Sample(indices, take_rows(state.grad, indices), take_rows(state.hess, indices), p)
+        p = np.full(state.num_rows, self.rate)
         indices = bernoulli_draw(p, rng)
+        # at rate 1 every row is drawn and the scale is exactly 1.0: the sampling path
+        # adds nothing to Full()
         scale = np.full(indices.shape[0], 1.0 / self.rate)
         return Sample(indices, take_rows(state.grad, indices, scale), take_rows(state.hess, indices, scale), p)
 

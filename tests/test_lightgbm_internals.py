@@ -1,0 +1,122 @@
+"""Pins every LightGBM internal the engine relies on (smart_lgbm/_lightgbm.py).
+
+A LightGBM upgrade that changes one of these behaviours fails here first.
+"""
+
+from __future__ import annotations
+
+import lightgbm as lgb
+import numpy as np
+import pytest
+
+from smart_lgbm import _lightgbm as L
+from smart_lgbm.losses import BinaryLogloss, MulticlassSoftmax, SquaredError
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(2000, 6))
+    y = (X[:, 0] + 0.5 * rng.normal(size=2000) > 0).astype(float)
+    return X, y
+
+
+def test_supported_version():
+    L.check_version()
+    assert lgb.__version__.startswith("4.")
+
+
+def test_param_aliases_are_lightgbms():
+    aliases = L.param_aliases()
+    assert "subsample" in aliases["bagging_fraction"]
+    assert "n_estimators" in aliases["num_iterations"]
+    assert aliases["objective"][0] == "objective"
+
+
+@pytest.mark.parametrize("loss, params", [
+    (BinaryLogloss(1.0), {"objective": "binary"}),
+    (BinaryLogloss(2.0), {"objective": "binary", "sigmoid": 2.0}),
+    (BinaryLogloss(0.5), {"objective": "binary", "sigmoid": 0.5}),
+    (SquaredError(), {"objective": "regression"}),
+    (MulticlassSoftmax(3), {"objective": "multiclass", "num_class": 3}),
+])
+def test_objective_lines_match_stock_models(data, loss, params):
+    X, y = data
+    label = y if loss.num_model_per_iteration == 1 else (X[:, 1] > 0).astype(float) + (X[:, 2] > 0)
+    model = lgb.train({**params, "verbosity": -1}, lgb.Dataset(X, label), 1).model_to_string()
+    line = next(l for l in model.split("\n") if l.startswith("objective="))
+    assert line == f"objective={loss.model_objective_line()}"
+
+
+def test_split_and_assemble_round_trip(data):
+    X, y = data
+    stock = lgb.train({"objective": "binary", "verbosity": -1}, lgb.Dataset(X, y), 5)
+    text = stock.model_to_string()
+    header, trees, parameters = L.split_model_string(text)
+    assert len(trees) == 5 and "objective=binary sigmoid:1" in header
+    rebuilt = L.assemble_model_string(header, trees, "binary sigmoid:1", parameters, 1, None)
+    again = lgb.Booster(model_str=rebuilt)
+    np.testing.assert_array_equal(again.predict(X, raw_score=True), stock.predict(X, raw_score=True))
+    assert again.model_to_string() == text
+
+
+def test_fold_bias_equals_lightgbm_add_bias(data):
+    X, y = data
+    # stock: the first tree carries the boost-from-average score (Tree::AddBias)
+    stock = lgb.train({"objective": "binary", "verbosity": -1}, lgb.Dataset(X, y), 1)
+    no_bias = lgb.train({"objective": "binary", "verbosity": -1, "boost_from_average": False},
+                        lgb.Dataset(X, y, init_score=np.full(len(y), BinaryLogloss().init_score(
+                            _target(y))[0])), 1)
+    _, [tree], _ = L.split_model_string(no_bias.model_to_string())
+    folded, values = L.fold_bias(tree, float(BinaryLogloss().init_score(_target(y))[0]))
+    _, [stock_tree], _ = L.split_model_string(stock.model_to_string())
+    np.testing.assert_array_equal(values, L.leaf_values_of(stock_tree))
+    assert "shrinkage=1\n" in folded
+
+
+def _target(y):
+    from smart_lgbm.losses import Target
+
+    return Target(label=y)
+
+
+def test_one_iteration_leaves_equal_pred_leaf(data):
+    X, y = data
+    ds = lgb.Dataset(X, y, params={"verbosity": -1}).construct()
+    handle = L.handle_of(ds)
+    n = len(y)
+    idx = np.arange(0, n, 2, dtype=np.int32)
+    sub = L.SubsetHandle(handle, idx, "")
+    fitter = L.OneIterationBooster("objective=custom metric=None verbosity=-1 num_class=1 num_leaves=7", 1)
+    g = (0.5 - y[idx]).astype(np.float32)
+    h = np.ones(idx.size, dtype=np.float32)
+    fitted = fitter.fit(sub.handle, g, h, [(handle, n, None)])
+    sub.free()
+    assert not fitted.finished and len(fitted.texts) == 1
+    model = L.assemble_model_string(fitted.header, fitted.texts, None, fitted.parameters, 1, None)
+    booster = lgb.Booster(model_str=model)
+    np.testing.assert_array_equal(fitted.leaves[0][:, 0], booster.predict(X, pred_leaf=True).reshape(-1))
+    # the tree was fitted on the subset only: its root counts the subset's rows
+    assert booster.dump_model()["tree_info"][0]["tree_structure"]["internal_count"] == idx.size
+    np.testing.assert_array_equal(fitted.leaf_values[0][fitted.leaves[0][:, 0]], booster.predict(X, raw_score=True))
+
+
+def test_subset_keeps_bin_mappers_and_clear_field(data):
+    X, y = data
+    ds = lgb.Dataset(X, y, group=[1000, 1000], params={"verbosity": -1}).construct()
+    handle = L.handle_of(ds)
+    assert L.has_group(handle)
+    copy = L.SubsetHandle(handle, np.arange(2000, dtype=np.int32), "")
+    L.clear_field(copy.handle, "group")
+    assert not L.has_group(copy.handle) and L.has_group(handle)  # the source is untouched
+    assert L.num_rows(copy.handle) == 2000
+    copy.free()
+
+
+def test_callback_model_is_a_booster_without_handle():
+    calls = []
+    model = L.CallbackModel(calls.append, "train")
+    assert isinstance(model, lgb.Booster)
+    model.reset_parameter({"learning_rate": 0.05})
+    assert calls == [{"learning_rate": 0.05}]
+    del model  # must not try to free a C handle
