@@ -113,7 +113,7 @@ def make_data(name: str, folder: Path, quick: bool) -> tuple[str, str, float, in
     path = folder / "dense.npy"
     np.save(path, X)
     np.save(folder / "dense_y.npy", y)
-    return str(path), f"mslr-sized (synthetic dense binary, {n:,} x 136)", 0.1, 15 if quick else 40
+    return str(path), f"mslr-sized (synthetic dense binary, {n:,} x 136)", 0.1, 15 if quick else 25
 
 
 def main() -> None:
