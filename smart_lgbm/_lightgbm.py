@@ -26,8 +26,10 @@ import lightgbm as lgb
 import numpy as np
 from lightgbm import basic as _basic
 
-#: LightGBM versions whose internals this module has been tested against.
-SUPPORTED_LIGHTGBM = (">=4.0", "<5")
+#: LightGBM versions whose internals this module has been tested against.  4.7 changed the
+#: scikit-learn estimators' ``fit`` signature (``eval_X``/``eval_y``) that
+#: ``smart_lgbm.sklearn`` hooks into; it is not supported yet.
+SUPPORTED_LIGHTGBM = (">=4.6", "<4.7")
 
 _LIB = _basic._LIB
 _DTYPE_FLOAT32 = 0
@@ -37,8 +39,8 @@ _DTYPE_INT32 = 2
 
 def check_version() -> None:
     """Raise ImportError for a LightGBM outside :data:`SUPPORTED_LIGHTGBM`."""
-    major = int(lgb.__version__.split(".")[0])
-    if major != 4:
+    major, minor = (int(part) for part in lgb.__version__.split(".")[:2])
+    if (major, minor) != (4, 6):
         raise ImportError(
             f"smart_lgbm supports lightgbm {', '.join(SUPPORTED_LIGHTGBM)}; found {lgb.__version__}"
         )
