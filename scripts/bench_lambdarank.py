@@ -46,7 +46,7 @@ from smart_lgbm.datasets.synthetic_ranking import make_mslr_like  # noqa: E402
 from smart_lgbm.losses.base import Target  # noqa: E402
 from smart_lgbm.losses.lambdarank import LambdaRank, warmup  # noqa: E402
 
-DEFAULT_OUT = ROOT / "docs" / "results" / "bench_lambdarank_gradients.md"
+DEFAULT_OUT = ROOT / "docs" / "results" / "bench_lambdarank.md"
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

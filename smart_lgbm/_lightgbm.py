@@ -243,6 +243,10 @@ class OneIterationBooster:
         self.k = num_model_per_iteration
         self._buffer = _StringBuffer()
 
+    def set_params(self, params: str) -> None:
+        """Parameters of the next Booster (the engine re-seeds every iteration)."""
+        self.params = _c_str(params)
+
     def fit(
         self,
         train: ctypes.c_void_p,

@@ -132,7 +132,7 @@ class _Run:
         else:
             subset = _lightgbm.SubsetHandle(self.train.handle, sample.indices, self.subset_params)
             handle = subset.handle
-        self.fitter.params = _lightgbm._c_str(self.cfg.booster_params(iteration))
+        self.fitter.set_params(self.cfg.booster_params(iteration))
         sets = [(self.train.handle, n, self.train.native_init_score)]
         sets += [(v.handle, v.num_rows, v.native_init_score) for v in self.valids]
         try:
