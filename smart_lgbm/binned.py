@@ -90,7 +90,7 @@ def _storage_params(data: Any, params: dict[str, Any]) -> dict[str, Any]:
     """Dense bin storage for the engine's own copy of moderately sized sparse data.
 
     Sparse feature groups make LightGBM build a multi-value bin every time a Booster is
-    created on a subset: on a9a that is 2 of the engine's 5 ms per iteration.  Dense
+    created on a subset, a large share of a small data set's iteration.  Dense
     storage gives the same bins and histograms; below 2^27 cells it costs at most 128 MB
     of one-byte bins.  An explicit ``is_enable_sparse`` is always respected.
     """

@@ -226,7 +226,7 @@ def make_config(params: dict[str, Any] | None, num_boost_round: int) -> EngineCo
     if not any(str(p.get(k, False)).lower() in ("true", "1") for k in ("force_col_wise", "force_row_wise")):
         # Stock LightGBM times both histogram layouts once per Booster to pick one; the
         # engine creates a Booster per iteration, where that test would cost more than the
-        # tree (2.5 ms of 8 on a9a).  Column-wise is LightGBM's choice for most data.
+        # tree on small data.  Column-wise is LightGBM's choice for most data.
         tree_params["force_col_wise"] = True
     return EngineConfig(
         params=p,
