@@ -64,8 +64,6 @@ class SecondOrder(ProbabilitySampler):
         (plain second-gradient-proportional sampling).
     """
 
-    needs_leaves = True
-
     def __init__(
         self,
         rate: float | None = None,
@@ -85,8 +83,15 @@ class SecondOrder(ProbabilitySampler):
                 raise ValueError(f"anchor_lag must be an integer >= 1 or None, got {anchor_lag!r}")
         self.eta = float(eta)
         self.anchor_lag = None if anchor_lag is None else int(anchor_lag)
-        self.history_length = 0 if anchor_lag is None else int(anchor_lag)
-        self.needs_leaves = anchor_lag is not None and self.eta > 0
+
+    # Derived from anchor_lag and eta, not stored: they tell the engine what to keep.
+    @property
+    def history_length(self) -> int:  # type: ignore[override]
+        return 0 if self.anchor_lag is None else self.anchor_lag
+
+    @property
+    def needs_leaves(self) -> bool:  # type: ignore[override]
+        return self.anchor_lag is not None and self.eta > 0
 
     def importance(self, grad: np.ndarray, hess: np.ndarray) -> np.ndarray:
         return row_sum(hess)
