@@ -103,9 +103,12 @@ class SmartObjective:
         return scores[:, 0] if self.loss.num_model_per_iteration == 1 else scores
 
     def _target_for(self, label: Any, weight: Any, group: Any) -> Target:
-        # lightgbm hands the same label array every iteration: validate it once.
-        key = (id(label), id(weight), id(group))
-        if self._target is None or self._target_of != key:
+        # lightgbm hands the same label array every iteration: validate it once.  The arrays
+        # themselves are kept and compared by identity; comparing id()s alone is wrong once
+        # an array is freed and a new one is allocated at the same address.
+        key = (label, weight, group)
+        if (self._target is None or self._target_of is None
+                or any(a is not b for a, b in zip(self._target_of, key))):
             self._target = Target(
                 label=np.asarray(label, dtype=np.float32).astype(np.float64),
                 weight=None if weight is None else np.asarray(weight, dtype=np.float32).astype(np.float64),

@@ -89,3 +89,17 @@ def test_init_score_and_sklearn_signature(a9a_small):
     assert clf.booster_.num_trees() == 5
     with pytest.raises(ValueError, match="label must be 0 or 1"):
         obj.sklearn(y * 3, np.zeros(len(y)))
+
+
+def test_new_label_array_is_validated_even_at_a_reused_address():
+    # A temporary label array freed after one call and a new one allocated at the same
+    # address must not be mistaken for the already-validated labels.
+    obj = sl.SmartObjective("binary", sl.Uniform(rate=0.5), seed=0)
+    preds, y = np.zeros(1000), np.ones(1000)
+    for _ in range(5):
+        valid = y.copy()
+        obj.sklearn(valid, preds)
+        del valid
+        invalid = y * 3  # CPython typically reuses the freed object's address here
+        with pytest.raises(ValueError, match="label must be 0 or 1"):
+            obj.sklearn(invalid, preds)
