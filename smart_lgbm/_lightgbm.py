@@ -226,26 +226,65 @@ def leaf_values_of(tree_text: str) -> np.ndarray:
 
 
 class OneIterationBooster:
-    """Fits the K trees of one iteration on a (subset) Dataset with given gradients.
+    """Fits the K trees of one iteration at a time on subset Datasets, with given gradients.
 
-    Each call creates a fresh C Booster with a custom objective on ``train``, runs one
-    ``UpdateOneIterCustom`` and reads the trees back.  The leaf of every row of each
-    requested binned set is obtained inside LightGBM: the trees' leaf outputs are
-    overwritten with the leaf indices 0..L-1 and the set is added as validation data, so
-    LightGBM's binned-data predictor (the same that updates training scores in stock
-    training, O(n)) writes each row's leaf index as its "score".  The engine then
-    updates scores as ``score += leaf_value[leaf]``, the same double additions a stock
-    model makes, and the SecondOrder sampler gets the leaves it needs for free.
+    One C Booster (custom objective) lives for the whole run and never keeps a tree: per
+    iteration it is pointed at the sample's Dataset (``LGBM_BoosterResetTrainingData``),
+    runs one ``UpdateOneIterCustom``, hands its trees back as text and rolls them back.
+    Creating a Booster per iteration instead costs more than the tree itself on small
+    data: LightGBM seeds a random generator per feature and allocates the histogram pool
+    every time.
+
+    The leaf of every row of each requested binned set is obtained inside LightGBM: the
+    trees' leaf outputs are overwritten with the leaf indices 0..L-1 and the Booster is
+    pointed at that set, which makes LightGBM's binned-data predictor (the one that
+    updates scores in stock training, O(n)) write each row's leaf index as its "score".
+    The engine then updates scores as ``score += leaf_value[leaf]``, the same double
+    additions a stock model makes, and the SecondOrder sampler gets the leaves it needs
+    for free.  Before the rollback the Booster is pointed at a one-row Dataset, so that
+    removing the trees costs nothing.
+
+    Parameters
+    ----------
+    params : str
+        LightGBM parameters of the first iteration (``objective=custom``).
+    num_model_per_iteration : int
+    train : C Dataset handle the subsets are taken from (its first row makes the one-row set).
+    subset_params : str
+        Parameters for ``LGBM_DatasetGetSubset``.
     """
 
-    def __init__(self, params: str, num_model_per_iteration: int) -> None:
-        self.params = _c_str(params)
+    def __init__(self, params: str, num_model_per_iteration: int, train: ctypes.c_void_p,
+                 subset_params: str) -> None:
         self.k = num_model_per_iteration
         self._buffer = _StringBuffer()
+        self._params = params
+        self._parked = SubsetHandle(train, np.zeros(1, dtype=np.int32), subset_params)
+        # Created on the whole training set: some buffers (use_quantized_grad's) are sized
+        # by the first Dataset only, and every sample is at most that large.
+        self._current = train.value
+        self.handle = ctypes.c_void_p()
+        _check(_LIB.LGBM_BoosterCreate(train, _c_str(params), ctypes.byref(self.handle)))
 
     def set_params(self, params: str) -> None:
-        """Parameters of the next Booster (the engine re-seeds every iteration)."""
-        self.params = _c_str(params)
+        """Parameters of the next iteration (the engine re-seeds every iteration).
+
+        Given in full, so that LightGBM derives its sub-seeds exactly as for a Booster
+        created with them (``seed`` then explicit ``*_seed`` overrides).
+        """
+        if params != self._params:
+            _check(_LIB.LGBM_BoosterResetParameter(self.handle, _c_str(params)))
+            self._params = params
+
+    def _point_at(self, dataset: ctypes.c_void_p) -> None:
+        # LightGBM ignores a reset to the Dataset it already trains on (and then keeps
+        # its scores); park on the one-row set first so the scores are recomputed.
+        if dataset.value == self._current:
+            if dataset.value == self._parked.handle.value:
+                return
+            _check(_LIB.LGBM_BoosterResetTrainingData(self.handle, self._parked.handle))
+        _check(_LIB.LGBM_BoosterResetTrainingData(self.handle, dataset))
+        self._current = dataset.value
 
     def fit(
         self,
@@ -263,43 +302,70 @@ class OneIterationBooster:
         leaf_sets : (handle, num_rows, init_score or None) of each binned set whose
             leaves are wanted; ``init_score`` (class-major, length ``K * n``) is what
             LightGBM starts that set's scores from, subtracted again here.
+
+        After a finished iteration the Booster holds LightGBM's constant trees and must
+        not fit again.
         """
-        booster = ctypes.c_void_p()
-        _check(_LIB.LGBM_BoosterCreate(train, self.params, ctypes.byref(booster)))
+        if not self.handle:
+            raise RuntimeError("this OneIterationBooster is finished or freed")
         try:
-            finished = ctypes.c_int(0)
+            return self._fit(train, grad, hess, leaf_sets)
+        except BaseException:
+            self.free()  # it may point at a Dataset the caller is about to free
+            raise
+
+    def _fit(self, train: ctypes.c_void_p, grad: np.ndarray, hess: np.ndarray,
+             leaf_sets: list[tuple[ctypes.c_void_p, int, np.ndarray | None]]) -> IterationTrees:
+        self._point_at(train)
+        finished = ctypes.c_int(0)
+        _check(
+            _LIB.LGBM_BoosterUpdateOneIterCustom(
+                self.handle,
+                grad.ctypes.data_as(ctypes.POINTER(ctypes.c_float)),
+                hess.ctypes.data_as(ctypes.POINTER(ctypes.c_float)),
+                ctypes.byref(finished),
+            )
+        )
+        header, texts, parameters = split_model_string(self._buffer.model_string(self.handle))
+        leaf_values = [leaf_values_of(t) for t in texts]
+        if finished.value:
+            self.free()
+            return IterationTrees(texts, leaf_values, [], header, parameters, finished=True)
+        for k, values in enumerate(leaf_values):
+            for leaf in range(values.shape[0]):
+                _check(_LIB.LGBM_BoosterSetLeafValue(self.handle, ctypes.c_int(k), ctypes.c_int(leaf),
+                                                     ctypes.c_double(leaf)))
+        leaves = []
+        for handle, n, init_score in leaf_sets:
+            self._point_at(handle)
+            out = np.empty(self.k * n, dtype=np.float64)
+            out_len = ctypes.c_int64(0)
             _check(
-                _LIB.LGBM_BoosterUpdateOneIterCustom(
-                    booster,
-                    grad.ctypes.data_as(ctypes.POINTER(ctypes.c_float)),
-                    hess.ctypes.data_as(ctypes.POINTER(ctypes.c_float)),
-                    ctypes.byref(finished),
+                _LIB.LGBM_BoosterGetPredict(
+                    self.handle, ctypes.c_int(0), ctypes.byref(out_len),
+                    out.ctypes.data_as(ctypes.POINTER(ctypes.c_double)),
                 )
             )
-            header, texts, parameters = split_model_string(self._buffer.model_string(booster))
-            leaf_values = [leaf_values_of(t) for t in texts]
-            if finished.value:
-                return IterationTrees(texts, leaf_values, [], header, parameters, finished=True)
-            for k, values in enumerate(leaf_values):
-                for leaf in range(values.shape[0]):
-                    _check(_LIB.LGBM_BoosterSetLeafValue(booster, ctypes.c_int(k), ctypes.c_int(leaf), ctypes.c_double(leaf)))
-            leaves = []
-            for idx, (handle, n, init_score) in enumerate(leaf_sets):
-                _check(_LIB.LGBM_BoosterAddValidData(booster, handle))
-                out = np.empty(self.k * n, dtype=np.float64)
-                out_len = ctypes.c_int64(0)
-                _check(
-                    _LIB.LGBM_BoosterGetPredict(
-                        booster, ctypes.c_int(idx + 1), ctypes.byref(out_len),
-                        out.ctypes.data_as(ctypes.POINTER(ctypes.c_double)),
-                    )
-                )
-                if init_score is not None:
-                    out -= init_score
-                leaves.append(np.rint(out).astype(np.int32).reshape(self.k, n).T)
-            return IterationTrees(texts, leaf_values, leaves, header, parameters)
-        finally:
-            _check(_LIB.LGBM_BoosterFree(booster))
+            if init_score is not None:
+                out -= init_score  # not exact: round back to the leaf index
+                np.rint(out, out=out)
+            leaves.append(out.astype(np.int32).reshape(self.k, n).T)
+        self._point_at(self._parked.handle)
+        _check(_LIB.LGBM_BoosterRollbackOneIter(self.handle))
+        return IterationTrees(texts, leaf_values, leaves, header, parameters)
+
+    def free(self) -> None:
+        """Release the Booster and its one-row Dataset (idempotent)."""
+        if self.handle:
+            _check(_LIB.LGBM_BoosterFree(self.handle))
+            self.handle = ctypes.c_void_p()
+        self._parked.free()
+
+    def __del__(self) -> None:
+        try:
+            self.free()
+        except Exception:  # interpreter shutdown: the library may be gone already
+            pass
 
 
 # --------------------------------------------------------------------------- model text

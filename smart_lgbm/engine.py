@@ -81,7 +81,6 @@ class _Run:
         self.valids = valids
         self.loss = cfg.loss
         self.k = self.loss.num_model_per_iteration
-        self.fitter = _lightgbm.OneIterationBooster(cfg.booster_params(0), self.k)
         self.history = GradientHistory(maxlen=sampler.history_length)
         self.trees: list[str] = []
         self.header = ""
@@ -89,6 +88,8 @@ class _Run:
         self.subset_params = _lightgbm.params_to_str(
             {k: v for k, v in cfg.tree_params.items() if k in ("num_threads", "verbosity")}
         )
+        self.fitter = _lightgbm.OneIterationBooster(cfg.booster_params(0), self.k, train.handle, self.subset_params)
+        self.params_changed = False  # by a reset_parameter callback since the last iteration
         n = train.num_rows
         self.raw = np.zeros((n, self.k)) if train.init_score is None else train.init_score.copy()
         self.valid_raw = [np.zeros((v.num_rows, self.k)) if v.init_score is None else v.init_score.copy()
@@ -109,6 +110,7 @@ class _Run:
             raise ValueError(f"reset_parameter cannot change {changing} during an engine run")
         self.cfg.tree_params.update({k: v for k, v in new.items() if k not in engine_only})
         self.cfg.params.update(new)
+        self.params_changed = True
 
     def step(self, iteration: int) -> dict[str, Any] | None:
         """One boosting iteration; returns its record, or None when no tree could split.
@@ -132,7 +134,9 @@ class _Run:
         else:
             subset = _lightgbm.SubsetHandle(self.train.handle, sample.indices, self.subset_params)
             handle = subset.handle
-        self.fitter.set_params(self.cfg.booster_params(iteration))
+        if self.params_changed or self.cfg.trees_draw_random_numbers():
+            self.fitter.set_params(self.cfg.booster_params(iteration))
+            self.params_changed = False
         sets = [(self.train.handle, n, self.train.native_init_score)]
         sets += [(v.handle, v.num_rows, v.native_init_score) for v in self.valids]
         try:
@@ -267,33 +271,36 @@ def train(
 
     results: list = []
     best_iteration = 0
-    for it in range(cfg.num_rounds):
-        env_args = dict(model=model, params=cfg.params, iteration=it, begin_iteration=0,
-                        end_iteration=cfg.num_rounds)
-        for cb in before:
-            cb(lgb_callback.CallbackEnv(**env_args, evaluation_result_list=None))
-        record = run.step(it)
-        if record is None:
-            warnings.warn("Stopped training because there are no more leaves that meet the split requirements",
-                          stacklevel=2)
-            break
-        model.last_record = record
-        results = []
-        for name, binned in eval_sets:
-            raw = run.view(run.raw if binned is None else run.valid_raw[valids.index(binned)])
-            target = train_data.target if binned is None else binned.target
-            scores = [(name, m, v, h) for m, v, h in evaluator.evaluate(raw, target)]
-            if feval is not None:
-                source = train_set if binned is None else binned.source
-                scores += [(name, m, v, h) for m, v, h in _feval_results(feval, cfg.loss.transform(raw), source)]
-            results.extend(scores)
-        try:
-            for cb in after:
-                cb(lgb_callback.CallbackEnv(**env_args, evaluation_result_list=results))
-        except lgb_callback.EarlyStopException as exc:
-            best_iteration = exc.best_iteration + 1
-            results = exc.best_score
-            break
+    try:
+        for it in range(cfg.num_rounds):
+            env_args = dict(model=model, params=cfg.params, iteration=it, begin_iteration=0,
+                            end_iteration=cfg.num_rounds)
+            for cb in before:
+                cb(lgb_callback.CallbackEnv(**env_args, evaluation_result_list=None))
+            record = run.step(it)
+            if record is None:
+                warnings.warn("Stopped training because there are no more leaves that meet the split requirements",
+                              stacklevel=2)
+                break
+            model.last_record = record
+            results = []
+            for name, binned in eval_sets:
+                raw = run.view(run.raw if binned is None else run.valid_raw[valids.index(binned)])
+                target = train_data.target if binned is None else binned.target
+                scores = [(name, m, v, h) for m, v, h in evaluator.evaluate(raw, target)]
+                if feval is not None:
+                    source = train_set if binned is None else binned.source
+                    scores += [(name, m, v, h) for m, v, h in _feval_results(feval, cfg.loss.transform(raw), source)]
+                results.extend(scores)
+            try:
+                for cb in after:
+                    cb(lgb_callback.CallbackEnv(**env_args, evaluation_result_list=results))
+            except lgb_callback.EarlyStopException as exc:
+                best_iteration = exc.best_iteration + 1
+                results = exc.best_score
+                break
+    finally:
+        run.fitter.free()  # the C Booster's memory, also on early stopping and Ctrl-C
 
     booster = lgb.Booster(model_str=run.model_string())
     booster.set_train_data_name(train_name)

@@ -2,7 +2,7 @@
 
 Metrics see ``loss.transform(raw)``, as LightGBM's metrics see the objective's converted
 output (probabilities for ``binary``/``multiclass``; raw scores for custom objectives).
-The engine never asks LightGBM for metrics: its per-iteration Boosters have a custom
+The engine never asks LightGBM for metrics: its tree-fitting Booster has a custom
 objective, for which LightGBM's metrics would see raw scores.  Each function here
 reproduces the corresponding LightGBM metric (clamping, tie handling, weighting) and
 ``tests/test_metrics.py`` checks it against LightGBM on trained models.

@@ -27,7 +27,7 @@ _REGRESSION_NAMES = {
 _OBJECTIVE_NAMES = {"binary": "binary", "multiclass": "multiclass", "softmax": "multiclass",
                     "lambdarank": "lambdarank", **{n: "regression" for n in _REGRESSION_NAMES}}
 
-# Parameters the engine handles itself; they never reach the per-iteration Booster.
+# Parameters the engine handles itself; they never reach the tree-fitting Booster.
 _ENGINE_ONLY = {
     "objective", "metric", "num_iterations", "early_stopping_round", "early_stopping_min_delta",
     "first_metric_only", "boost_from_average", "sigmoid", "label_gain", "lambdarank_truncation_level",
@@ -63,6 +63,11 @@ def canonicalize(params: dict[str, Any] | None) -> dict[str, Any]:
     return out
 
 
+def _flag(value: Any) -> bool:
+    """A boolean LightGBM parameter as LightGBM reads it (``True``, ``"true"``, ``1``)."""
+    return str(value).strip().lower() in ("true", "1", "+")
+
+
 def _number(params: dict[str, Any], key: str, default: float) -> float:
     value = params.get(key, default)
     try:
@@ -91,9 +96,9 @@ def refuse_unsupported(params: dict[str, Any]) -> None:
                 f"{key}={params[key]!r} is not supported: LightGBM's bagging would sample again inside "
                 "the engine's sample; use sampler=Uniform(rate=...) for stochastic gradient boosting"
             )
-    if str(params.get("linear_tree", False)).lower() in ("true", "1"):
+    if _flag(params.get("linear_tree", False)):
         raise ValueError("linear_tree=True is not supported by the engine; use stock lightgbm.train")
-    if str(params.get("is_unbalance", False)).lower() in ("true", "1") or _number(params, "scale_pos_weight", 1.0) != 1.0:
+    if _flag(params.get("is_unbalance", False)) or _number(params, "scale_pos_weight", 1.0) != 1.0:
         raise ValueError(
             "is_unbalance / scale_pos_weight are not supported yet; pass instance weights in the Dataset instead"
         )
@@ -199,12 +204,25 @@ class EngineConfig:
     def booster_params(self, iteration: int) -> str:
         """Parameter string of the per-iteration tree-fitting Booster.
 
-        Every iteration gets its own seed derived from ``seed``: each per-iteration Booster
-        starts its random streams afresh, so a fixed seed would give every tree the same
-        ``feature_fraction`` subset and the same ``extra_trees`` thresholds.
+        Every iteration gets its own seed derived from ``seed`` and the iteration, so that
+        an iteration's random draws (``feature_fraction`` subsets, ``extra_trees``
+        thresholds) depend only on (seed, iteration); a fixed seed would re-seed every
+        tree's draws identically.
         """
+        if not self.trees_draw_random_numbers():
+            iteration = 0  # the seed changes nothing: keep one string, spare LightGBM a reset
         state = np.random.SeedSequence([self.seed, iteration, 0x5EED]).generate_state(1)[0]
         return _lightgbm.params_to_str({**self.tree_params, "seed": int(state % (2**31 - 1))})
+
+    def trees_draw_random_numbers(self) -> bool:
+        """Whether LightGBM's tree learner uses its seed with the current ``tree_params``.
+
+        Column subsampling, extremely randomised thresholds and the stochastic rounding of
+        quantised gradients draw random numbers; nothing else in growing a tree does.
+        """
+        p = self.tree_params
+        return (_number(p, "feature_fraction", 1.0) < 1.0 or _number(p, "feature_fraction_bynode", 1.0) < 1.0
+                or any(_flag(p.get(k, False)) for k in ("extra_trees", "use_quantized_grad")))
 
 
 def make_config(params: dict[str, Any] | None, num_boost_round: int) -> EngineConfig:
@@ -223,10 +241,10 @@ def make_config(params: dict[str, Any] | None, num_boost_round: int) -> EngineCo
     es = p.get("early_stopping_round")
     tree_params = {k: v for k, v in p.items() if k not in _ENGINE_ONLY}
     tree_params.update(objective="custom", metric="None", verbosity=-1, num_class=loss.num_model_per_iteration)
-    if not any(str(p.get(k, False)).lower() in ("true", "1") for k in ("force_col_wise", "force_row_wise")):
-        # Stock LightGBM times both histogram layouts once per Booster to pick one; the
-        # engine creates a Booster per iteration, where that test would cost more than the
-        # tree on small data.  Column-wise is LightGBM's choice for most data.
+    if not any(_flag(p.get(k, False)) for k in ("force_col_wise", "force_row_wise")):
+        # Stock LightGBM times both histogram layouts whenever a Booster's training data
+        # changes; the engine changes it three times per iteration, where that test would
+        # cost more than the tree on small data.  Column-wise is LightGBM's choice for most data.
         tree_params["force_col_wise"] = True
     return EngineConfig(
         params=p,
@@ -237,7 +255,7 @@ def make_config(params: dict[str, Any] | None, num_boost_round: int) -> EngineCo
         seed=int(seed),
         early_stopping_round=int(es) if es is not None and int(es) > 0 else None,
         early_stopping_min_delta=_number(p, "early_stopping_min_delta", 0.0),
-        first_metric_only=str(p.get("first_metric_only", False)).lower() in ("true", "1"),
+        first_metric_only=_flag(p.get("first_metric_only", False)),
         verbosity=int(_number(p, "verbosity", 1)),
         tree_params=tree_params,
     )

@@ -189,6 +189,19 @@ def test_early_stopping_from_params_and_reset_parameter(a9a_small):
     assert np.ptp(slow.predict(X, raw_score=True)) < 0.1 * np.ptp(fast.predict(X, raw_score=True))
 
 
+def test_learning_rate_schedule_applies_from_its_iteration(a9a_small):
+    # the one per-run Booster must take a parameter change at the iteration it is made
+    (X, y), _ = a9a_small
+    params = {**BASE, "objective": "binary"}
+    sched = sl.train(params, lgb.Dataset(X, y), 4, sampler=sl.FirstOrder(rate=0.5),
+                     callbacks=[lgb.reset_parameter(learning_rate=lambda i: 0.1 if i < 2 else 0.001)])
+    const = sl.train(params, lgb.Dataset(X, y), 4, sampler=sl.FirstOrder(rate=0.5))
+    trees_s, trees_c = sched.dump_model()["tree_info"], const.dump_model()["tree_info"]
+    assert trees_s[:2] == trees_c[:2]
+    for ts, tc in zip(trees_s[2:], trees_c[2:]):
+        assert abs(ts["shrinkage"] - 0.001) < 1e-12 and abs(tc["shrinkage"] - 0.1) < 1e-12
+
+
 def test_feval_gets_transformed_predictions(a9a_small):
     (X, y), (Xt, yt) = a9a_small
     seen = []

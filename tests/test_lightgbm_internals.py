@@ -85,20 +85,43 @@ def test_one_iteration_leaves_equal_pred_leaf(data):
     ds = lgb.Dataset(X, y, params={"verbosity": -1}).construct()
     handle = L.handle_of(ds)
     n = len(y)
-    idx = np.arange(0, n, 2, dtype=np.int32)
-    sub = L.SubsetHandle(handle, idx, "")
-    fitter = L.OneIterationBooster("objective=custom metric=None verbosity=-1 num_class=1 num_leaves=7", 1)
-    g = (0.5 - y[idx]).astype(np.float32)
-    h = np.ones(idx.size, dtype=np.float32)
-    fitted = fitter.fit(sub.handle, g, h, [(handle, n, None)])
-    sub.free()
-    assert not fitted.finished and len(fitted.texts) == 1
-    model = L.assemble_model_string(fitted.header, fitted.texts, None, fitted.parameters, 1, None)
-    booster = lgb.Booster(model_str=model)
-    np.testing.assert_array_equal(fitted.leaves[0][:, 0], booster.predict(X, pred_leaf=True).reshape(-1))
-    # the tree was fitted on the subset only: its root counts the subset's rows
-    assert booster.dump_model()["tree_info"][0]["tree_structure"]["internal_count"] == idx.size
-    np.testing.assert_array_equal(fitted.leaf_values[0][fitted.leaves[0][:, 0]], booster.predict(X, raw_score=True))
+    params = "objective=custom metric=None verbosity=-1 num_class=1 num_leaves=7"
+    fitter = L.OneIterationBooster(params, 1, handle, "")
+    texts = []
+    # one Booster for several iterations: subsets, then all rows (the training set itself,
+    # which the leaf read-out must walk again), then the first subset once more
+    for idx in (np.arange(0, n, 2), np.arange(1, n, 3), np.arange(n), np.arange(0, n, 2)):
+        idx = idx.astype(np.int32)
+        sub = L.SubsetHandle(handle, idx, "") if idx.size < n else None
+        g = (0.5 - y[idx]).astype(np.float32)
+        h = np.ones(idx.size, dtype=np.float32)
+        fitter.set_params(params + f" seed={len(texts)}")
+        fitted = fitter.fit(sub.handle if sub else handle, g, h, [(handle, n, None)])
+        if sub:
+            sub.free()
+        assert not fitted.finished and len(fitted.texts) == 1
+        model = L.assemble_model_string(fitted.header, fitted.texts, None, fitted.parameters, 1, None)
+        booster = lgb.Booster(model_str=model)
+        np.testing.assert_array_equal(fitted.leaves[0][:, 0], booster.predict(X, pred_leaf=True).reshape(-1))
+        # the tree was fitted on the sample only: its root counts the sample's rows
+        assert booster.dump_model()["tree_info"][0]["tree_structure"]["internal_count"] == idx.size
+        np.testing.assert_array_equal(fitted.leaf_values[0][fitted.leaves[0][:, 0]], booster.predict(X, raw_score=True))
+        texts.append(fitted.texts[0])
+    # nothing carries over between iterations (the trees are rolled back): same input, same tree
+    assert texts[3] == texts[0]
+    fitter.free()
+
+
+def test_one_iteration_booster_stops_after_a_finished_iteration(data):
+    X, y = data
+    ds = lgb.Dataset(X, y, params={"verbosity": -1}).construct()
+    handle = L.handle_of(ds)
+    fitter = L.OneIterationBooster("objective=custom metric=None verbosity=-1 num_class=1", 1, handle, "")
+    zeros = np.zeros(len(y), dtype=np.float32)
+    fitted = fitter.fit(handle, zeros, zeros, [(handle, len(y), None)])  # zero hessians: no split
+    assert fitted.finished and fitted.leaves == [] and len(fitted.texts) == 1
+    with pytest.raises(RuntimeError, match="finished or freed"):
+        fitter.fit(handle, zeros, zeros, [])
 
 
 def test_subset_keeps_bin_mappers_and_clear_field(data):

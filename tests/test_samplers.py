@@ -252,3 +252,18 @@ def test_make_sampler_names():
         make_sampler("goss")
     with pytest.raises(TypeError, match="sampler"):
         make_sampler(3)
+
+
+@pytest.mark.parametrize("bad", [-0.5, np.nan, np.inf])
+def test_user_importance_must_be_finite_and_non_negative(bad):
+    from smart_lgbm.samplers import ProbabilitySampler
+
+    class Custom(ProbabilitySampler):
+        def importance(self, grad, hess):
+            out = np.abs(grad)
+            out[3] = bad
+            return out
+
+    g = np.linspace(-1.0, 1.0, 20)
+    with pytest.raises(ValueError, match="finite and non-negative"):
+        Custom(rate=0.5).probabilities(g, np.ones_like(g))

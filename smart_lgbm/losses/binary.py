@@ -62,12 +62,25 @@ class BinaryLogloss(Loss):
         pavg = min(max(pavg, _K_EPSILON), 1.0 - _K_EPSILON)
         return np.array([np.log(pavg / (1.0 - pavg)) / self.sigmoid])
 
+    def _signed_sigmoid(self, target: Target) -> tuple[np.ndarray, np.ndarray]:
+        """``sign * sigmoid`` and ``-sign * sigmoid`` with labels mapped to sign = -1/+1."""
+        key = ("binary_signed_sigmoid", self.sigmoid)
+        if key not in target.cache:
+            sign = 2.0 * target.label - 1.0
+            target.cache[key] = (sign * self.sigmoid, -sign * self.sigmoid)
+        return target.cache[key]
+
     def gradient_hessian(self, raw: np.ndarray, target: Target) -> tuple[np.ndarray, np.ndarray]:
-        # Same expression as LightGBM (labels mapped to -1/+1) so that float32 casts agree.
-        sign = 2.0 * target.label - 1.0
-        response = -sign * self.sigmoid / (1.0 + np.exp(sign * self.sigmoid * raw))
-        abs_response = np.abs(response)
-        hess = abs_response * (self.sigmoid - abs_response)
+        # LightGBM's expression, -sign * sigmoid / (1 + exp(sign * sigmoid * raw)), so that
+        # float32 casts agree; evaluated in place (the same roundings in the same order),
+        # with the label terms computed once per data set.
+        signed, neg_signed = self._signed_sigmoid(target)
+        response = np.multiply(signed, raw)
+        np.exp(response, out=response)
+        response += 1.0
+        np.divide(neg_signed, response, out=response)
+        hess = np.abs(response)
+        np.multiply(hess, self.sigmoid - hess, out=hess)
         return apply_weight(response, target.weight), apply_weight(hess, target.weight)
 
     def loss(self, raw: np.ndarray, target: Target) -> np.ndarray:

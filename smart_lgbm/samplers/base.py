@@ -191,11 +191,11 @@ def solve_rho(importance: np.ndarray, expected_size: float, max_rounds: int = 64
     n_pos = int(np.count_nonzero(positive))
     if expected_size >= n_pos:
         return np.inf
-    s = importance[positive]
+    s = importance if n_pos == importance.shape[0] else importance[positive]
     capped_count = 0
     threshold = np.inf  # rows with s >= threshold are capped at p = 1
     for _ in range(max_rounds):
-        free = s[s < threshold]
+        free = s if capped_count == 0 else s[s < threshold]
         rho = (expected_size - capped_count) / free.sum()
         new_threshold = 1.0 / rho
         newly = int(np.count_nonzero(free >= new_threshold))
@@ -255,8 +255,9 @@ class ProbabilitySampler(Sampler):
 
     def probabilities_from_importance(self, importance: np.ndarray) -> np.ndarray:
         """``p_i = min(1, rho * s_i)`` with ``rho`` fixed or solved for the target rate."""
-        if not np.all(np.isfinite(importance)):
-            raise ValueError(f"{type(self).__name__}: importance has NaN or infinite values")
+        if not (importance.min() >= 0 and importance.max() < np.inf):  # NaN fails both
+            raise ValueError(f"{type(self).__name__}: importance must be finite and non-negative; "
+                             "it has NaN, infinite or negative values")
         rho = self.rho if self.rho is not None else solve_rho(importance, self.rate * importance.shape[0])
         if np.isinf(rho):
             return (importance > 0).astype(np.float64)
@@ -272,7 +273,7 @@ class ProbabilitySampler(Sampler):
 
     def sample(self, state: SamplingState, rng: np.random.Generator) -> Sample:
         p = self.probabilities_from_importance(self.importance_from_state(state))
-        if not np.any(p > 0):
+        if not p.max() > 0:
             # Every row has zero importance (e.g. a perfectly fitted training set):
             # fall back to uniform so that boosting can go on and stay unbiased.
             p = np.full(p.shape[0], self.rate if self.rate is not None else 1.0)
