@@ -267,3 +267,26 @@ def test_user_importance_must_be_finite_and_non_negative(bad):
     g = np.linspace(-1.0, 1.0, 20)
     with pytest.raises(ValueError, match="finite and non-negative"):
         Custom(rate=0.5).probabilities(g, np.ones_like(g))
+
+
+@pytest.mark.parametrize("bad", [-0.5, np.nan, np.inf])
+def test_user_importance_must_be_finite_and_non_negative(bad):
+    from smart_lgbm.samplers import ProbabilitySampler
+
+    class Custom(ProbabilitySampler):
+        def importance(self, grad, hess):
+            out = np.abs(grad)
+            out[3] = bad
+            return out
+
+    g = np.linspace(-1.0, 1.0, 20)
+    with pytest.raises(ValueError, match="finite and non-negative"):
+        Custom(rate=0.5).probabilities(g, np.ones_like(g))
+
+
+def test_solve_rho_with_zero_importances_matches_bruteforce(rng):
+    s = np.abs(rng.standard_t(2, size=2000))
+    s[::3] = 0.0
+    for rate in (0.05, 0.3, 0.6):
+        rho = solve_rho(s, rate * s.size)
+        assert abs(np.minimum(1.0, rho * s).sum() / (rate * s.size) - 1.0) < 1e-9

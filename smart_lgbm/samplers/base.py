@@ -187,22 +187,24 @@ def solve_rho(importance: np.ndarray, expected_size: float, max_rounds: int = 64
     ``expected_size`` is at least the number of rows with positive importance, every such
     row gets ``p = 1`` and ``inf`` is returned.
     """
-    positive = importance > 0
-    n_pos = int(np.count_nonzero(positive))
+    return _solve_rho(importance, expected_size, int(np.count_nonzero(importance > 0)), max_rounds)
+
+
+def _solve_rho(importance: np.ndarray, expected_size: float, n_pos: int, max_rounds: int = 64) -> float:
+    """:func:`solve_rho` given the number ``n_pos`` of positive entries (the others are 0)."""
     if expected_size >= n_pos:
         return np.inf
-    s = importance if n_pos == importance.shape[0] else importance[positive]
+    s = importance if n_pos == importance.shape[0] else importance[importance > 0]
     capped_count = 0
-    threshold = np.inf  # rows with s >= threshold are capped at p = 1
+    free = s  # the rows not capped yet, in their original order (so sums are reproducible)
     for _ in range(max_rounds):
-        free = s if capped_count == 0 else s[s < threshold]
         rho = (expected_size - capped_count) / free.sum()
-        new_threshold = 1.0 / rho
-        newly = int(np.count_nonzero(free >= new_threshold))
+        still_free = free[free < 1.0 / rho]
+        newly = free.shape[0] - still_free.shape[0]
         if newly == 0:
             return float(rho)
         capped_count += newly
-        threshold = new_threshold
+        free = still_free  # the threshold only falls, so the capped set only grows
     # Pathological spectra (many distinct cap levels): exact solution by sorting.
     s_sorted = np.sort(s)[::-1]
     tail = np.cumsum(s_sorted[::-1])[::-1]  # tail[k] = sum of s_sorted[k:]
@@ -253,15 +255,26 @@ class ProbabilitySampler(Sampler):
         """Importance for this iteration; override when it needs more than ``grad``/``hess``."""
         return self.importance(state.grad, state.hess)
 
-    def probabilities_from_importance(self, importance: np.ndarray) -> np.ndarray:
-        """``p_i = min(1, rho * s_i)`` with ``rho`` fixed or solved for the target rate."""
+    def _rho(self, importance: np.ndarray) -> tuple[float, int]:
+        """(rho, number of rows with positive importance); refuses bad importances."""
         if not (importance.min() >= 0 and importance.max() < np.inf):  # NaN fails both
             raise ValueError(f"{type(self).__name__}: importance must be finite and non-negative; "
                              "it has NaN, infinite or negative values")
-        rho = self.rho if self.rho is not None else solve_rho(importance, self.rate * importance.shape[0])
+        n_pos = int(np.count_nonzero(importance))  # no negatives: nonzero means positive
+        if self.rho is not None:
+            return self.rho, n_pos
+        return _solve_rho(importance, self.rate * importance.shape[0], n_pos), n_pos
+
+    def _probabilities(self, importance: np.ndarray) -> tuple[np.ndarray, int]:
+        rho, n_pos = self._rho(importance)
         if np.isinf(rho):
-            return (importance > 0).astype(np.float64)
-        return np.minimum(1.0, rho * importance)
+            return (importance > 0).astype(np.float64), n_pos
+        p = importance * rho
+        return np.minimum(p, 1.0, out=p), n_pos
+
+    def probabilities_from_importance(self, importance: np.ndarray) -> np.ndarray:
+        """``p_i = min(1, rho * s_i)`` with ``rho`` fixed or solved for the target rate."""
+        return self._probabilities(importance)[0]
 
     def probabilities(self, grad: np.ndarray, hess: np.ndarray) -> np.ndarray:
         """Inclusion probability ``p_i`` of every row, shape (n,)."""
@@ -272,8 +285,8 @@ class ProbabilitySampler(Sampler):
         return state.grad
 
     def sample(self, state: SamplingState, rng: np.random.Generator) -> Sample:
-        p = self.probabilities_from_importance(self.importance_from_state(state))
-        if not p.max() > 0:
+        p, n_pos = self._probabilities(self.importance_from_state(state))
+        if n_pos == 0:
             # Every row has zero importance (e.g. a perfectly fitted training set):
             # fall back to uniform so that boosting can go on and stay unbiased.
             p = np.full(p.shape[0], self.rate if self.rate is not None else 1.0)
