@@ -11,12 +11,15 @@ Data: ``mslr-sized`` = synthetic dense binary data of MSLR-WEB10K's shape (720,0
 ``smart_lgbm.datasets.synthetic.make_dense_binary``, seed 0) at r = 0.1;
 ``a9a`` = the bundled real LIBSVM a9a training set (32,561 x 123 sparse) at r = 0.3.
 
-Usage: python scripts/bench_engine.py [--repeats 3] [--a9a-repeats 15] [--quick]
+Usage: python scripts/bench_engine.py [--repeats 3] [--a9a-repeats 15] [--paired 40] [--quick]
        [--out docs/results/bench_engine.md]
 
 a9a gets its own, larger number of repeats: an a9a process takes seconds, and on a
 shared 2-core machine the per-iteration time of the same method varies by +-20% from
 process to process, so a median of a few processes would decide the ratio by chance.
+For the same reason a9a also gets a paired timing (``--paired``): stock bagging and the
+engine alternate in short runs inside one process and each engine run is compared with
+the stock run next to it.
 """
 
 from __future__ import annotations
@@ -48,20 +51,20 @@ def _status_mb(field: str) -> float:
     raise RuntimeError(f"{field} not in /proc/self/status")
 
 
-def worker(data_path: str, method: str, rate: float, rounds: int) -> dict:
-    """Train one method in this (fresh) process; per-iteration seconds and peak RSS."""
+def _load(data_path: str) -> tuple:
+    if data_path.endswith(".npz"):
+        import scipy.sparse as sp
+
+        return sp.load_npz(data_path), np.load(data_path.replace(".npz", "_y.npy"))
+    return np.load(data_path), np.load(data_path.replace(".npy", "_y.npy"))
+
+
+def _seconds_per_iter(X, y, method: str, rate: float, rounds: int) -> float:
+    """Train one method once; median wall time per iteration (first 3 dropped)."""
     import lightgbm as lgb
-    import scipy.sparse as sp
 
     import smart_lgbm as sl
 
-    if data_path.endswith(".npz"):
-        X = sp.load_npz(data_path)
-        y = np.load(data_path.replace(".npz", "_y.npy"))
-    else:
-        X = np.load(data_path)
-        y = np.load(data_path.replace(".npy", "_y.npy"))
-    rss_data = _status_mb("VmRSS")
     times: list[float] = []
     last = [0.0]
 
@@ -84,11 +87,37 @@ def worker(data_path: str, method: str, rate: float, rounds: int) -> dict:
         sampler = {"engine_uniform": sl.Uniform(rate), "engine_first_order": sl.FirstOrder(rate=rate),
                    "engine_full": sl.Full()}[method]
         sl.train(PARAMS, dataset, rounds, sampler=sampler, callbacks=[clock])
-    peak = _status_mb("VmHWM")
     # drop the first iterations: one-off set-up (binning, histogram pools, first-touch pages)
-    steady = times[min(3, len(times) - 1):]
-    return {"seconds_per_iter": statistics.median(steady), "peak_rss_mb": peak,
-            "training_mb": peak - rss_data}
+    return statistics.median(times[min(3, len(times) - 1):])
+
+
+def worker(data_path: str, method: str, rate: float, rounds: int) -> dict:
+    """Train one method in this (fresh) process; per-iteration seconds and peak RSS."""
+    X, y = _load(data_path)
+    rss_data = _status_mb("VmRSS")
+    seconds = _seconds_per_iter(X, y, method, rate, rounds)
+    peak = _status_mb("VmHWM")
+    return {"seconds_per_iter": seconds, "peak_rss_mb": peak, "training_mb": peak - rss_data}
+
+
+PAIRED = ["stock_bagging", "engine_uniform", "engine_first_order"]
+
+
+def paired_worker(data_path: str, rate: float, rounds: int, pairs: int) -> dict:
+    """Short runs of stock bagging and the engine alternating in one process.
+
+    The speed of this machine drifts in stretches of a fraction of a second (the same
+    process runs 4 ms iterations, then 7 ms ones); runs seconds or minutes apart then
+    compare different machines.  Here each round trains every method once, in rotating
+    order, a fraction of a second apart, and each engine run is divided by the stock
+    bagging run of its own round.
+    """
+    X, y = _load(data_path)
+    out: dict[str, list[float]] = {m: [] for m in PAIRED}
+    for i in range(pairs):
+        for m in PAIRED[i % len(PAIRED):] + PAIRED[:i % len(PAIRED)]:
+            out[m].append(_seconds_per_iter(X, y, m, rate, rounds))
+    return out
 
 
 def run_worker(data_path: str, method: str, rate: float, rounds: int) -> dict:
@@ -121,13 +150,37 @@ def make_data(name: str, folder: Path, quick: bool) -> tuple[str, str, float, in
     return str(path), f"mslr-sized (synthetic dense binary, {n:,} x 136)", 0.1, 15 if quick else 25
 
 
+def paired_section(path: str, rate: float, pairs: int, rounds: int = 60) -> list[str]:
+    """Markdown lines: per-round ratios engine / stock bagging from :func:`paired_worker`."""
+    out = subprocess.run([sys.executable, __file__, "--paired-worker", path, str(rate), str(rounds), str(pairs)],
+                         check=True, capture_output=True, text=True)
+    times = json.loads(out.stdout.strip().splitlines()[-1])
+    base = np.array(times["stock_bagging"])
+    lines = [f"### a9a, paired in one process: {pairs} rounds of {rounds}-iteration runs, methods alternating", "",
+             "Each engine run divided by the stock bagging run of the same round (a fraction of a second "
+             "apart); median and quartiles of those ratios. Less exposed to this machine's drifting speed "
+             "than the table above, whose processes run seconds to minutes apart.", "",
+             "| method | median s/iter | ratio to stock bagging, median | quartiles |", "|---|---|---|---|"]
+    for m in PAIRED:
+        ratio = np.array(times[m]) / base
+        q1, q2, q3 = np.percentile(ratio, [25, 50, 75])
+        label = {"stock_bagging": f"stock bagging_fraction={rate}", "engine_uniform": f"engine Uniform({rate})",
+                 "engine_first_order": f"engine FirstOrder(rate={rate})"}[m]
+        lines.append(f"| {label} | {np.median(times[m]):.4f} | {q2:.2f}x | {q1:.2f}x - {q3:.2f}x |")
+    return lines + [""]
+
+
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--worker":
         print(json.dumps(worker(sys.argv[2], sys.argv[3], float(sys.argv[4]), int(sys.argv[5]))))
         return
+    if len(sys.argv) > 1 and sys.argv[1] == "--paired-worker":
+        print(json.dumps(paired_worker(sys.argv[2], float(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]))))
+        return
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeats", type=int, default=3, help="fresh processes per method (mslr-sized)")
     ap.add_argument("--a9a-repeats", type=int, default=15, help="fresh processes per method on a9a")
+    ap.add_argument("--paired", type=int, default=40, help="rounds of the paired a9a timing (0: skip)")
     ap.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
     ap.add_argument("--data", nargs="+", default=["mslr-sized", "a9a"], choices=["mslr-sized", "a9a"])
     ap.add_argument("--out", default=str(ROOT / "docs/results/bench_engine.md"))
@@ -171,6 +224,8 @@ def main() -> None:
                     f"{med[m]['training_mb']:.0f} | {med[m]['training_mb'] / med['stock_full']['training_mb']:.2f}x |"
                 )
             lines.append("")
+            if name == "a9a" and args.paired:
+                lines += paired_section(path, rate, args.paired)
     write_text(args.out, "\n".join(lines))
     print("\n".join(lines))
 
