@@ -93,6 +93,10 @@ def _seconds_per_iter(X, y, method: str, rate: float, rounds: int) -> float:
 
 def worker(data_path: str, method: str, rate: float, rounds: int) -> dict:
     """Train one method in this (fresh) process; per-iteration seconds and peak RSS."""
+    import lightgbm  # noqa: F401  (imported before the baseline RSS: not training memory)
+
+    import smart_lgbm  # noqa: F401
+
     X, y = _load(data_path)
     rss_data = _status_mb("VmRSS")
     seconds = _seconds_per_iter(X, y, method, rate, rounds)
