@@ -6,11 +6,12 @@ Keeping them in one module makes the supported LightGBM range (see
 pins each behaviour relied upon, so that a LightGBM upgrade that changes one fails loudly
 there rather than silently in a model.
 
-Why C-API calls and not the Python wrapper: the engine builds a subset Dataset and a
-one-iteration Booster every boosting iteration.  Through ``lightgbm.Dataset.subset`` and
-``lightgbm.Booster`` that costs ~6 ms of fixed wrapper overhead per iteration (parameter
-dict handling, reference bookkeeping, predictor set-up), which dominates on small data;
-the direct calls below cost a fraction of that.
+Why C-API calls and not the Python wrapper: every boosting iteration the engine builds a
+subset Dataset, points its Booster at three Datasets in turn, rewrites leaf values and
+rolls a tree back.  The Python wrapper can do each step (``Dataset.subset``,
+``Booster.update(train_set=...)``, ``set_leaf_output``, ``rollback_one_iter``), but
+through Python Dataset objects and their bookkeeping (parameter dicts, references,
+predictor set-up) per call, which would weigh on small data.
 """
 
 from __future__ import annotations

@@ -202,6 +202,17 @@ def test_learning_rate_schedule_applies_from_its_iteration(a9a_small):
         assert abs(ts["shrinkage"] - 0.001) < 1e-12 and abs(tc["shrinkage"] - 0.1) < 1e-12
 
 
+def test_quantized_gradients_train_on_samples(a9a_small):
+    # LightGBM sizes use_quantized_grad's buffers by the Booster's first Dataset: the
+    # engine's Booster must be created on all rows, not on a sample
+    (X, y), (Xt, yt) = a9a_small
+    booster = sl.train({**BASE, "objective": "binary", "use_quantized_grad": True}, lgb.Dataset(X, y), 20,
+                       sampler=sl.FirstOrder(rate=0.3))
+    prob = booster.predict(Xt)
+    assert np.all(np.isfinite(prob))
+    assert np.mean((prob > 0.5) == yt) > 0.8
+
+
 def test_feval_gets_transformed_predictions(a9a_small):
     (X, y), (Xt, yt) = a9a_small
     seen = []
