@@ -64,7 +64,8 @@ def canonicalize(params: dict[str, Any] | None) -> dict[str, Any]:
 
 
 def _flag(value: Any) -> bool:
-    """A boolean LightGBM parameter as LightGBM reads it (``True``, ``"true"``, ``1``)."""
+    """A boolean LightGBM parameter: ``True``, ``"true"``/``"+"`` (any case, as LightGBM reads
+    it) or ``1`` count as set."""
     return str(value).strip().lower() in ("true", "1", "+")
 
 
@@ -202,7 +203,7 @@ class EngineConfig:
     tree_params: dict[str, Any] = field(default_factory=dict)
 
     def booster_params(self, iteration: int) -> str:
-        """Parameter string of the per-iteration tree-fitting Booster.
+        """Parameter string of the tree-fitting Booster for one iteration.
 
         Every iteration gets its own seed derived from ``seed`` and the iteration, so that
         an iteration's random draws (``feature_fraction`` subsets, ``extra_trees``
