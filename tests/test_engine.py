@@ -203,8 +203,8 @@ def test_learning_rate_schedule_applies_from_its_iteration(a9a_small):
 
 
 def test_quantized_gradients_train_on_samples(a9a_small):
-    # LightGBM sizes use_quantized_grad's buffers by the Booster's first Dataset: the
-    # engine's Booster must be created on all rows, not on a sample
+    # smoke test: LightGBM sizes use_quantized_grad's buffers by the Booster's first
+    # Dataset, which is why the engine creates its Booster on all rows
     (X, y), (Xt, yt) = a9a_small
     booster = sl.train({**BASE, "objective": "binary", "use_quantized_grad": True}, lgb.Dataset(X, y), 20,
                        sampler=sl.FirstOrder(rate=0.3))

@@ -269,7 +269,7 @@ def test_user_importance_must_be_finite_and_non_negative(bad):
         Custom(rate=0.5).probabilities(g, np.ones_like(g))
 
 
-def test_solve_rho_with_zero_importances_matches_bruteforce(rng):
+def test_solve_rho_with_zero_importances_hits_the_rate(rng):
     s = np.abs(rng.standard_t(2, size=2000))
     s[::3] = 0.0
     for rate in (0.05, 0.3, 0.6):
