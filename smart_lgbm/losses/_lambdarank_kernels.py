@@ -279,6 +279,21 @@ def _query_lambdas(cnt, s, lab, gain, discount, inv_max_dcg, table, min_in, max_
             hes[k] = np.float32(np.float64(hes[k]) * factor)
 
 
+@njit(cache=True, inline="always")
+def _sort_scratch(boundaries, q0, q1, labels):
+    """Scratch for :func:`_gather_sorted`, sized for the largest query in ``q0..q1``.
+
+    Returns ``(biggest, order, s, key_buf, idx_buf, lab, gain)``; each parallel block
+    allocates it once and reuses it for all its queries.
+    """
+    biggest = 1
+    for q in range(q0, q1):
+        biggest = max(biggest, boundaries[q + 1] - boundaries[q])
+    return (biggest, np.empty(biggest, dtype=np.int64), np.empty(biggest, dtype=np.float64),
+            np.empty(biggest, dtype=np.float64), np.empty(biggest, dtype=np.int64),
+            np.empty(biggest, dtype=labels.dtype), np.empty(biggest, dtype=np.float64))
+
+
 @njit(parallel=True, cache=True)
 def lambdarank_gradients(score, labels, gains, boundaries, inv_max_dcg, discount, table,
                          min_in, max_in, idx_factor, sigmoid, truncation, norm, weight,
@@ -295,15 +310,7 @@ def lambdarank_gradients(score, labels, gains, boundaries, inv_max_dcg, discount
     for c in prange(chunks.shape[0] - 1):
         q0 = chunks[c]
         q1 = chunks[c + 1]
-        biggest = 1
-        for q in range(q0, q1):
-            biggest = max(biggest, boundaries[q + 1] - boundaries[q])
-        order = np.empty(biggest, dtype=np.int64)
-        s = np.empty(biggest, dtype=np.float64)
-        key_buf = np.empty(biggest, dtype=np.float64)
-        idx_buf = np.empty(biggest, dtype=np.int64)
-        lab = np.empty(biggest, dtype=labels.dtype)
-        gain = np.empty(biggest, dtype=np.float64)
+        biggest, order, s, key_buf, idx_buf, lab, gain = _sort_scratch(boundaries, q0, q1, labels)
         lam = np.empty(biggest, dtype=np.float32)
         hes = np.empty(biggest, dtype=np.float32)
         # Unsigned positions: numba then skips negative-index wraparound on every access
@@ -351,15 +358,7 @@ def lambdarank_pair_loss(score, labels, gains, boundaries, inv_max_dcg, discount
     for c in prange(chunks.shape[0] - 1):
         q0 = chunks[c]
         q1 = chunks[c + 1]
-        biggest = 1
-        for q in range(q0, q1):
-            biggest = max(biggest, boundaries[q + 1] - boundaries[q])
-        order = np.empty(biggest, dtype=np.int64)
-        s = np.empty(biggest, dtype=np.float64)
-        key_buf = np.empty(biggest, dtype=np.float64)
-        idx_buf = np.empty(biggest, dtype=np.int64)
-        lab = np.empty(biggest, dtype=labels.dtype)
-        gain = np.empty(biggest, dtype=np.float64)
+        biggest, order, s, key_buf, idx_buf, lab, gain = _sort_scratch(boundaries, q0, q1, labels)
         acc = np.empty(biggest, dtype=np.float64)
         for q in range(q0, q1):
             start = boundaries[q]
