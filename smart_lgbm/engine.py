@@ -241,18 +241,19 @@ def train(
         valid_sets = [valid_sets]
     if isinstance(valid_names, str):
         valid_names = [valid_names]
-    eval_sets: list[tuple[str, BinnedSet | None]] = []  # None stands for the training set
+    # (name, binned set, its position in ``valids``); None, None stands for the training set
+    eval_sets: list[tuple[str, BinnedSet | None, int | None]] = []
     train_name = "training"
     valids: list[BinnedSet] = []
     for i, valid in enumerate(valid_sets or []):
         name = valid_names[i] if valid_names is not None and len(valid_names) > i else None
         if valid is train_set:
             train_name = name or "training"
-            eval_sets.append((train_name, None))
+            eval_sets.append((train_name, None, None))
             continue
         binned = prepare_valid(valid, name or f"valid_{i}", train_data, cfg.loss, ds_params)
         valids.append(binned)
-        eval_sets.append((binned.name, binned))
+        eval_sets.append((binned.name, binned, len(valids) - 1))
     evaluator = Evaluator(cfg.metrics, cfg.loss, cfg.eval_at)
 
     run = _Run(cfg, sampler, train_data, valids)
@@ -284,8 +285,8 @@ def train(
                 break
             model.last_record = record
             results = []
-            for name, binned in eval_sets:
-                raw = run.view(run.raw if binned is None else run.valid_raw[valids.index(binned)])
+            for name, binned, position in eval_sets:
+                raw = run.view(run.raw if position is None else run.valid_raw[position])
                 target = train_data.target if binned is None else binned.target
                 scores = [(name, m, v, h) for m, v, h in evaluator.evaluate(raw, target)]
                 if feval is not None:
