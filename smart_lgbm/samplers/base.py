@@ -255,18 +255,13 @@ class ProbabilitySampler(Sampler):
         """Importance for this iteration; override when it needs more than ``grad``/``hess``."""
         return self.importance(state.grad, state.hess)
 
-    def _rho(self, importance: np.ndarray) -> tuple[float, int]:
-        """(rho, number of rows with positive importance); refuses bad importances."""
+    def _probabilities(self, importance: np.ndarray) -> tuple[np.ndarray, int]:
+        """(p, number of rows with positive importance); refuses bad importances."""
         if not (importance.min() >= 0 and importance.max() < np.inf):  # NaN fails both
             raise ValueError(f"{type(self).__name__}: importance must be finite and non-negative; "
                              "it has NaN, infinite or negative values")
         n_pos = int(np.count_nonzero(importance))  # no negatives: nonzero means positive
-        if self.rho is not None:
-            return self.rho, n_pos
-        return _solve_rho(importance, self.rate * importance.shape[0], n_pos), n_pos
-
-    def _probabilities(self, importance: np.ndarray) -> tuple[np.ndarray, int]:
-        rho, n_pos = self._rho(importance)
+        rho = self.rho if self.rho is not None else _solve_rho(importance, self.rate * importance.shape[0], n_pos)
         if np.isinf(rho):
             return (importance > 0).astype(np.float64), n_pos
         p = importance * rho
