@@ -15,8 +15,9 @@ Usage: python scripts/bench_engine.py [--repeats 3] [--a9a-repeats 15] [--paired
        [--out docs/results/bench_engine.md]
 
 a9a gets its own, larger number of repeats: an a9a process takes seconds, and on a
-shared 2-core machine the per-iteration time of the same method varies by +-20% from
-process to process, so a median of a few processes would decide the ratio by chance.
+shared 2-core machine the per-iteration time of the same method varies widely from
+process to process (the per-process figures go to stderr), so a median of a few
+processes would decide the ratio by chance.
 For the same reason a9a also gets a paired timing (``--paired``): stock bagging and the
 engine alternate in short runs inside one process and each engine run is compared with
 the stock run next to it.
@@ -110,9 +111,8 @@ PAIRED = ["stock_bagging", "engine_uniform", "engine_first_order"]
 def paired_worker(data_path: str, rate: float, rounds: int, pairs: int) -> dict:
     """Short runs of stock bagging and the engine alternating in one process.
 
-    The speed of this machine drifts in stretches of a fraction of a second (the same
-    process runs 4 ms iterations, then 7 ms ones); runs seconds or minutes apart then
-    compare different machines.  Here each round trains every method once, in rotating
+    The speed of a shared machine drifts while one process runs; runs seconds or minutes
+    apart then compare different machines.  Here each round trains every method once, in rotating
     order, a fraction of a second apart, and each engine run is divided by the stock
     bagging run of its own round.
     """
