@@ -92,10 +92,6 @@ def handle_of(dataset: lgb.Dataset) -> ctypes.c_void_p | None:
     return dataset._handle
 
 
-def pandas_categorical_of(dataset: lgb.Dataset) -> list | None:
-    return dataset.pandas_categorical
-
-
 class SubsetHandle:
     """An owned C Dataset holding some rows of a binned Dataset (bin mappers shared)."""
 
