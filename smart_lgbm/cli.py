@@ -21,7 +21,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"smart-lgbm {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="{run,compare}")
 
-    run = sub.add_parser("run", help="train one method of a config and write its records")
+    run = sub.add_parser("run", help="train one method of a config and write its records and models")
     run.add_argument("config", help="TOML config file (see docs/compare.md)")
     run.add_argument("--method", help="method label ([methods.LABEL]); needed when the config has several")
     run.add_argument("--experiment", action="append", help="only this experiment (repeatable)")
@@ -52,8 +52,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                     raise ConfigError(f"--method is needed: the config has methods {', '.join(labels)}")
                 method = labels[0]
             run_single(config, method, experiments=args.experiment, seeds=args.seed, output=args.output)
-            return 0
-        results = run_compare(config, methods=args.method, experiments=args.experiment, output=args.output)
+            results = []
+        else:
+            results = run_compare(config, methods=args.method, experiments=args.experiment, output=args.output)
     except ConfigError as exc:
         print(f"smart-lgbm: error: {exc}", file=sys.stderr)
         return 2

@@ -315,3 +315,26 @@ def test_cli_errors_name_the_key_and_exit_2(tmp_path, capsys):
     good.write_text(TINY)
     assert main(["compare", str(good), "--method", "nope"]) == 2
     assert "no method 'nope'" in capsys.readouterr().err
+
+
+def test_run_writes_records_and_a_model_that_reproduces_them(tmp_path, capsys):
+    from smart_lgbm.cli import main
+
+    path = tmp_path / "tiny.toml"
+    path.write_text("warmup = false\n" + TINY)
+    assert main(["run", str(path), "--method", "second_order", "--experiment", "a9a", "--seed", "1"]) == 0
+    folder = tmp_path / "out" / "a9a"
+    assert f"results in {tmp_path / 'out'}" in capsys.readouterr().err
+    assert sorted(os.listdir(folder)) == ["model_second_order_seed1.txt", "run_second_order.csv",
+                                         "run_second_order.json"]
+    (run,) = json.loads((folder / "run_second_order.json").read_text())["runs"]
+    assert (run["method"], run["seed"]) == ("second_order", 1)
+    # the saved model is a stock LightGBM model whose validation log-loss is the recorded one
+    import lightgbm as lgb
+
+    booster = lgb.Booster(model_file=str(folder / "model_second_order_seed1.txt"))
+    assert booster.num_trees() == len(run["values"]) == 6
+    valid = load_data(load_config(path).experiment("a9a").data).valid
+    p = booster.predict(valid.X)
+    logloss = -np.mean(valid.y * np.log(p) + (1 - valid.y) * np.log(1 - p))
+    assert logloss == pytest.approx(run["values"][-1], rel=1e-9)

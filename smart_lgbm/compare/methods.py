@@ -199,6 +199,7 @@ def run_method(
     data: ExperimentData,
     seed: int,
     on_iteration: IterationHook | None = None,
+    on_model: Callable[[lgb.Booster], None] | None = None,
 ) -> RunRecord:
     """Train ``method`` on ``data`` with ``seed`` for ``experiment.rounds`` rounds.
 
@@ -212,6 +213,8 @@ def run_method(
         LightGBM's ``seed`` (bagging/GOSS draws) and the engine's sampling seed.
     on_iteration : callable, optional
         Progress hook, ``on_iteration(iteration, value, training_seconds_so_far)``.
+    on_model : callable, optional
+        Called with the trained ``lightgbm.Booster`` (stock or engine) before it is dropped.
 
     Returns
     -------
@@ -238,10 +241,12 @@ def run_method(
         recorder = _Recorder(experiment.metric, on_iteration, lambda: float(sum(sampling["seconds"])))
         recorder.order = 30  # after record_sampling (25), so the hook sees this iteration's seconds
         sampler = make_sampler(method.kind, **method.options)
-        engine_train(params, train_set, experiment.rounds, sampler=sampler, valid_sets=[valid_set],
-                     valid_names=[VALID_NAME], callbacks=[record_sampling(sampling), recorder])
+        booster = engine_train(params, train_set, experiment.rounds, sampler=sampler, valid_sets=[valid_set],
+                               valid_names=[VALID_NAME], callbacks=[record_sampling(sampling), recorder])
         record.values = recorder.values
         record.sampling_rate = [float(r) for r in sampling["sampling_rate"]]
         record.seconds = [float(s) for s in sampling["seconds"]]
     record.wall_seconds = time.perf_counter() - wall
+    if on_model is not None:
+        on_model(booster)
     return record

@@ -217,10 +217,12 @@ def run_single(
     output: str | os.PathLike | None = None,
     stream: TextIO | None = None,
 ) -> list[RunRecord]:
-    """Train one method (every experiment, or the chosen ones) and write its records.
+    """Train one method (every experiment, or the chosen ones) and write its records and models.
 
-    Records go to ``<output>/<experiment>/run_<method>.json`` and ``.csv``; the comparison's
-    own files are left alone.
+    Records go to ``<output>/<experiment>/run_<method>.json`` and ``.csv``, each seed's model
+    (LightGBM's text format, loadable with ``lightgbm.Booster(model_file=...)``) to
+    ``<output>/<experiment>/model_<method>_seed<seed>.txt``, as soon as that seed finishes;
+    the comparison's own files are left alone.
     """
     progress = Progress(stream or sys.stderr, config.progress_seconds)
     out = Path(output) if output is not None else config.output
@@ -234,12 +236,14 @@ def run_single(
         if config.warmup:
             warm_up(exp, data, [spec])
         mine = []
+        folder = out / exp.name
         for seed in seeds or method_seeds(spec, exp):
             label = f"{exp.name} {spec.label} seed {seed}"
-            record = run_method(spec, exp, data, seed, progress.run_hook(label, exp.rounds, exp.metric))
+            model_path = folder / f"model_{spec.label}_seed{seed}.txt"
+            record = run_method(spec, exp, data, seed, progress.run_hook(label, exp.rounds, exp.metric),
+                                on_model=lambda booster, path=model_path: write_text(path, booster.model_to_string()))
             progress.run_done(label, record)
             mine.append(record)
-        folder = out / exp.name
         write_json(folder / f"run_{spec.label}.json", {"environment": environment(), "data": data.description,
                                                        "runs": [r.to_dict() for r in mine]})
         write_csv(folder / f"run_{spec.label}.csv", (row for r in mine for row in r.rows()), CSV_COLUMNS)
