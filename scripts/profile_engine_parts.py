@@ -4,7 +4,7 @@
 Times the steps of one engine iteration as the engine makes them, with random gradients:
 the log-loss gradients of all rows, the Bernoulli draw, the subset copy, the tree on the
 sample through the engine's one per-run Booster (with and without then reading every row's
-leaf through LightGBM's binned predictor; the difference is that walk), and the score update.
+tree output through LightGBM's binned predictor; the difference is that walk), and the score update.
 
 Usage: python scripts/profile_engine_parts.py [--rows 2000000] [--features 28] [--rate 0.1]
        [--leaves 63] [--repeats 10]
@@ -63,8 +63,8 @@ def main() -> None:
         t = tick("tree + leaves of all rows", t)
 
         sub.free()
-        _ = fitted.leaf_values[0][fitted.leaves[0][:, 0]]
-        tick("score gather (numpy)", t)
+        raw += fitted.outputs[0][:, 0]
+        tick("score update (numpy)", t)
     fitter.free()
     print(f"{n:,} x {args.features} synthetic dense, rate {args.rate}, {args.leaves} leaves; ms per iteration:")
     for name, total in totals.items():

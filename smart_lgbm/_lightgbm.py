@@ -7,8 +7,8 @@ pins each behaviour relied upon, so that a LightGBM upgrade that changes one fai
 there rather than silently in a model.
 
 Why C-API calls and not the Python wrapper: every boosting iteration the engine builds a
-subset Dataset, points its Booster at three Datasets in turn, rewrites leaf values and
-rolls a tree back.  The Python wrapper can do each step (``Dataset.subset``,
+subset Dataset, points its Booster at three Datasets in turn, reads scores (rewriting
+leaf values when it needs leaves) and rolls a tree back.  The Python wrapper can do each step (``Dataset.subset``,
 ``Booster.update(train_set=...)``, ``set_leaf_output``, ``rollback_one_iter``), but
 through Python Dataset objects and their bookkeeping (parameter dicts, references,
 predictor set-up) per call, which would weigh on small data.
@@ -154,28 +154,44 @@ class IterationTrees:
     """The K trees of one engine iteration.
 
     When no tree could split (LightGBM's "finished"), ``finished`` is True, ``texts`` holds
-    LightGBM's constant trees (output 0) and ``leaves`` is empty.
+    LightGBM's constant trees (output 0, plus the bias if one was folded in) and
+    ``outputs`` is empty.
 
     Attributes
     ----------
     texts : list of str
         Each tree's body in LightGBM's model text (without the ``Tree=i`` line).
-    leaf_values : list of ndarray
-        Each tree's leaf outputs (learning rate applied), parsed from ``texts`` exactly.
-    leaves : list of ndarray of shape (n_set, K), int32
-        For every requested binned set, the leaf of each row in each of the K trees.
-    header : str
-        The model text header (feature names and infos) LightGBM wrote.
-    parameters : str
-        The ``parameters:`` section LightGBM wrote.
+    outputs : list of ndarray of shape (n_set, K), float64
+        For every requested binned set, each row's output in each of the K trees: exactly
+        the double a stock model adds for that tree when predicting the row.
+    leaves : list of ndarray of shape (n_set, K), int32, or None
+        Each row's leaf in each of the K trees, when asked for.
+    model : str
+        The model text LightGBM wrote for these trees (``header`` and ``parameters`` come
+        from it).
+    finished : bool
     """
 
     texts: list[str]
-    leaf_values: list[np.ndarray]
-    leaves: list[np.ndarray]
-    header: str
-    parameters: str
+    outputs: list[np.ndarray]
+    leaves: list[np.ndarray] | None
+    model: str
     finished: bool = False
+
+    @property
+    def leaf_values(self) -> list[np.ndarray]:
+        """Each tree's leaf outputs (learning rate applied), parsed from ``texts`` exactly."""
+        return [leaf_values_of(t) for t in self.texts]
+
+    @property
+    def header(self) -> str:
+        """The model text header (feature names and infos) LightGBM wrote."""
+        return split_model_string(self.model)[0]
+
+    @property
+    def parameters(self) -> str:
+        """The ``parameters:`` section LightGBM wrote."""
+        return split_model_string(self.model)[2]
 
 
 class _StringBuffer:
@@ -201,7 +217,6 @@ class _StringBuffer:
         raise RuntimeError("model string did not fit the buffer")  # pragma: no cover
 
 
-_LEAF_VALUE = re.compile(r"^leaf_value=(.*)$", re.MULTILINE)
 _TREE_SPLIT = re.compile(r"^Tree=\d+\n", re.MULTILINE)
 
 
@@ -216,10 +231,23 @@ def split_model_string(model: str) -> tuple[str, list[str], str]:
     return header.rstrip("\n") + "\n", bodies, parameters
 
 
+def tree_bodies(model: str) -> list[str]:
+    """The tree bodies of a model string, as :func:`split_model_string` gives them, without
+    taking the header and parameters apart (the engine needs only the trees per iteration)."""
+    bodies = []
+    pos = model.index("\nTree=0\n") + 1  # at a "Tree=i" line
+    end = model.index("\nend of trees\n", pos) + 1
+    while pos < end:
+        start = model.index("\n", pos) + 1
+        pos = model.find("\nTree=", start, end) + 1 or end
+        bodies.append(model[start:pos])
+    return bodies
+
+
 def leaf_values_of(tree_text: str) -> np.ndarray:
     """Leaf outputs of a tree body; LightGBM writes them with round-trip precision."""
-    match = _LEAF_VALUE.search(tree_text)
-    return np.array(match.group(1).split(" "), dtype=np.float64)
+    start = tree_text.index("leaf_value=") + len("leaf_value=")
+    return np.array(tree_text[start:tree_text.index("\n", start)].split(" "), dtype=np.float64)
 
 
 class OneIterationBooster:
@@ -232,14 +260,15 @@ class OneIterationBooster:
     data: LightGBM seeds a random generator per feature and allocates the histogram pool
     every time.
 
-    The leaf of every row of each requested binned set is obtained inside LightGBM: the
-    trees' leaf outputs are overwritten with the leaf indices 0..L-1 and the Booster is
-    pointed at that set, which makes LightGBM's binned-data predictor (the one that
-    updates scores in stock training, O(n)) write each row's leaf index as its "score".
-    The engine then updates scores as ``score += leaf_value[leaf]``, the same double
-    additions a stock model makes, and the SecondOrder sampler gets the leaves it needs
-    for free.  Before the rollback the Booster is pointed at a one-row Dataset, so that
-    removing the trees costs nothing.
+    Each row's tree output on each requested binned set is computed inside LightGBM: the
+    Booster is pointed at that set, and LightGBM's binned-data predictor (the one that
+    updates scores in stock training, O(n)) adds the trees' outputs to scores starting
+    at 0.0, which are then those outputs exactly.  When leaves are wanted (or a set has
+    LightGBM init scores), the leaf outputs are first overwritten with the leaf indices
+    0..L-1, so that the predictor writes each row's leaf, and the outputs are looked up.
+    Either way the engine adds exactly the doubles a stock model adds when predicting.
+    Before the rollback the Booster is pointed at a one-row Dataset, so that removing the
+    trees costs nothing.
 
     Parameters
     ----------
@@ -288,7 +317,10 @@ class OneIterationBooster:
         train: ctypes.c_void_p,
         grad: np.ndarray,
         hess: np.ndarray,
-        leaf_sets: list[tuple[ctypes.c_void_p, int, np.ndarray | None]],
+        sets: list[tuple[ctypes.c_void_p, int, np.ndarray | None]],
+        *,
+        want_leaves: bool = False,
+        bias: np.ndarray | None = None,
     ) -> IterationTrees:
         """Fit one iteration (``finished`` set if no tree could split).
 
@@ -296,9 +328,13 @@ class OneIterationBooster:
         ----------
         train : C Dataset handle holding exactly the sampled rows.
         grad, hess : float32 arrays, class-major (``k * m + i``), length ``K * m``.
-        leaf_sets : (handle, num_rows, init_score or None) of each binned set whose
-            leaves are wanted; ``init_score`` (class-major, length ``K * n``) is what
-            LightGBM starts that set's scores from, subtracted again here.
+        sets : (handle, num_rows, init_score or None) of each binned set whose rows'
+            tree outputs are wanted; ``init_score`` (class-major, length ``K * n``) is what
+            LightGBM starts that set's scores from.
+        want_leaves : bool
+            Also report each row's leaf.
+        bias : ndarray of shape (K,), optional
+            Folded into the trees (see :func:`fold_bias`) and included in ``outputs``.
 
         After a finished iteration the Booster holds LightGBM's constant trees and must
         not fit again.
@@ -306,13 +342,14 @@ class OneIterationBooster:
         if not self.handle:
             raise RuntimeError("this OneIterationBooster is finished or freed")
         try:
-            return self._fit(train, grad, hess, leaf_sets)
+            return self._fit(train, grad, hess, sets, want_leaves, bias)
         except BaseException:
             self.free()  # it may point at a Dataset the caller is about to free
             raise
 
     def _fit(self, train: ctypes.c_void_p, grad: np.ndarray, hess: np.ndarray,
-             leaf_sets: list[tuple[ctypes.c_void_p, int, np.ndarray | None]]) -> IterationTrees:
+             sets: list[tuple[ctypes.c_void_p, int, np.ndarray | None]],
+             want_leaves: bool, bias: np.ndarray | None) -> IterationTrees:
         self._point_at(train)
         finished = ctypes.c_int(0)
         _check(
@@ -323,17 +360,31 @@ class OneIterationBooster:
                 ctypes.byref(finished),
             )
         )
-        header, texts, parameters = split_model_string(self._buffer.model_string(self.handle))
-        leaf_values = [leaf_values_of(t) for t in texts]
+        model = self._buffer.model_string(self.handle)
+        texts = tree_bodies(model)
+        leaf_values = None
+        if bias is not None:
+            folded = [fold_bias(text, float(b)) for text, b in zip(texts, bias)]
+            texts, leaf_values = [t for t, _ in folded], [v for _, v in folded]
         if finished.value:
             self.free()
-            return IterationTrees(texts, leaf_values, [], header, parameters, finished=True)
-        for k, values in enumerate(leaf_values):
-            for leaf in range(values.shape[0]):
-                _check(_LIB.LGBM_BoosterSetLeafValue(self.handle, ctypes.c_int(k), ctypes.c_int(leaf),
-                                                     ctypes.c_double(leaf)))
-        leaves = []
-        for handle, n, init_score in leaf_sets:
+            return IterationTrees(texts, [], None, model, finished=True)
+        # Each row's tree output is read in one of two ways.  Leaf indices: the leaf
+        # outputs are overwritten with 0..L-1, so LightGBM's predictor writes each row's
+        # leaf, and the output is looked up.  Outputs directly: LightGBM's predictor adds
+        # the leaf output to a score that starts at 0.0, which gives the output exactly;
+        # that needs no leaf rewrite and no look-up, but only works for sets without
+        # LightGBM init scores (x + v then differs from v) and unchanged trees.
+        by_leaf = want_leaves or bias is not None or any(init is not None for _, _, init in sets)
+        if by_leaf:
+            if leaf_values is None:
+                leaf_values = [leaf_values_of(t) for t in texts]
+            for k, values in enumerate(leaf_values):
+                for leaf in range(values.shape[0]):
+                    _check(_LIB.LGBM_BoosterSetLeafValue(self.handle, ctypes.c_int(k), ctypes.c_int(leaf),
+                                                         ctypes.c_double(leaf)))
+        outputs, leaves = [], []
+        for handle, n, init_score in sets:
             self._point_at(handle)
             out = np.empty(self.k * n, dtype=np.float64)
             out_len = ctypes.c_int64(0)
@@ -343,13 +394,21 @@ class OneIterationBooster:
                     out.ctypes.data_as(ctypes.POINTER(ctypes.c_double)),
                 )
             )
+            if not by_leaf:
+                outputs.append(out.reshape(self.k, n).T)
+                continue
             if init_score is not None:
                 out -= init_score  # not exact: round back to the leaf index
                 np.rint(out, out=out)
-            leaves.append(out.astype(np.int32).reshape(self.k, n).T)
+            set_leaves = out.astype(np.int32).reshape(self.k, n).T
+            leaves.append(set_leaves)
+            set_outputs = np.empty((n, self.k))
+            for k, values in enumerate(leaf_values):
+                set_outputs[:, k] = values[set_leaves[:, k]]
+            outputs.append(set_outputs)
         self._point_at(self._parked.handle)
         _check(_LIB.LGBM_BoosterRollbackOneIter(self.handle))
-        return IterationTrees(texts, leaf_values, leaves, header, parameters)
+        return IterationTrees(texts, outputs, leaves if want_leaves else None, model)
 
     def free(self) -> None:
         """Release the Booster and its one-row Dataset (idempotent)."""

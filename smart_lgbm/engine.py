@@ -139,27 +139,25 @@ class _Run:
             self.params_changed = False
         sets = [(self.train.handle, n, self.train.native_init_score)]
         sets += [(v.handle, v.num_rows, v.native_init_score) for v in self.valids]
+        # the boost-from-average score goes into the first iteration's trees, as in LightGBM
+        bias = self.bias if iteration == 0 and np.any(self.bias) else None
         try:
-            fitted = self.fitter.fit(handle, class_major_float32(sample.grad), class_major_float32(sample.hess), sets)
+            fitted = self.fitter.fit(handle, class_major_float32(sample.grad), class_major_float32(sample.hess), sets,
+                                     want_leaves=self.sampler.needs_leaves, bias=bias)
         finally:
             if subset is not None:
                 subset.free()
         if fitted.finished and iteration > 0:
             return None
-        texts, leaf_values = fitted.texts, fitted.leaf_values
         if iteration == 0:
             self.header, self.parameters = fitted.header, fitted.parameters
-            if np.any(self.bias):
-                for k in range(self.k):
-                    texts[k], leaf_values[k] = _lightgbm.fold_bias(texts[k], float(self.bias[k]))
-        self.trees.extend(texts)
+        self.trees.extend(fitted.texts)
         if fitted.finished:  # constant trees: every row gets the single leaf's output
             for raw_scores in [self.raw, *self.valid_raw]:
-                raw_scores += np.array([values[0] for values in leaf_values])
+                raw_scores += np.array([values[0] for values in fitted.leaf_values])
             return None
-        for raw_scores, leaves in zip([self.raw, *self.valid_raw], fitted.leaves):
-            for k in range(self.k):
-                raw_scores[:, k] += leaf_values[k][leaves[:, k]]
+        for raw_scores, outputs in zip([self.raw, *self.valid_raw], fitted.outputs):
+            raw_scores += outputs
         if self.sampler.needs_leaves:
             self.history.leaves = fitted.leaves[0][:, 0] if self.k == 1 else fitted.leaves[0]
         t_end = time.perf_counter()

@@ -48,12 +48,24 @@ def test_objective_lines_match_stock_models(data, loss, params):
     assert line == f"objective={loss.model_objective_line()}"
 
 
+def _leaves_of(node: dict) -> list[dict]:
+    """The leaves of a ``dump_model`` tree in leaf-index order."""
+    if "leaf_index" in node:
+        return [node]
+    found = _leaves_of(node["left_child"]) + _leaves_of(node["right_child"])
+    return sorted(found, key=lambda leaf: leaf["leaf_index"])
+
+
 def test_split_and_assemble_round_trip(data):
     X, y = data
     stock = lgb.train({"objective": "binary", "verbosity": -1}, lgb.Dataset(X, y), 5)
     text = stock.model_to_string()
     header, trees, parameters = L.split_model_string(text)
     assert len(trees) == 5 and "objective=binary sigmoid:1" in header
+    assert L.tree_bodies(text) == trees
+    for i, body in enumerate(trees):
+        values = [v["leaf_value"] for v in _leaves_of(stock.dump_model()["tree_info"][i]["tree_structure"])]
+        np.testing.assert_array_equal(L.leaf_values_of(body), values)
     rebuilt = L.assemble_model_string(header, trees, "binary sigmoid:1", parameters, 1, None)
     again = lgb.Booster(model_str=rebuilt)
     np.testing.assert_array_equal(again.predict(X, raw_score=True), stock.predict(X, raw_score=True))
@@ -80,35 +92,61 @@ def _target(y):
     return Target(label=y)
 
 
-def test_one_iteration_leaves_equal_pred_leaf(data):
+def test_one_iteration_outputs_and_leaves_equal_stock_prediction(data):
     X, y = data
     ds = lgb.Dataset(X, y, params={"verbosity": -1}).construct()
     handle = L.handle_of(ds)
     n = len(y)
+    # a set on which LightGBM starts from init scores: outputs are then read through leaves
+    init = np.linspace(-3.0, 3.0, n)
+    init_ds = lgb.Dataset(X, y, init_score=init, reference=ds, params={"verbosity": -1}).construct()
+    with_init = L.handle_of(init_ds)  # the Dataset object owns the handle: keep it alive
     params = "objective=custom metric=None verbosity=-1 num_class=1 num_leaves=7"
     fitter = L.OneIterationBooster(params, 1, handle, "")
     texts = []
     # one Booster for several iterations: subsets, then all rows (the training set itself,
-    # which the leaf read-out must walk again), then the first subset once more
+    # which the read-out must walk again), then the first subset once more
     for idx in (np.arange(0, n, 2), np.arange(1, n, 3), np.arange(n), np.arange(0, n, 2)):
         idx = idx.astype(np.int32)
         sub = L.SubsetHandle(handle, idx, "") if idx.size < n else None
         g = (0.5 - y[idx]).astype(np.float32)
         h = np.ones(idx.size, dtype=np.float32)
         fitter.set_params(params + f" seed={len(texts)}")
-        fitted = fitter.fit(sub.handle if sub else handle, g, h, [(handle, n, None)])
+        same_tree = set()
+        for want_leaves, sets in ((False, [(handle, n, None)]), (True, [(handle, n, None)]),
+                                  (False, [(handle, n, None), (with_init, n, init)])):
+            fitted = fitter.fit(sub.handle if sub else handle, g, h, sets, want_leaves=want_leaves)
+            assert not fitted.finished and len(fitted.texts) == 1
+            same_tree.add(fitted.texts[0])
+            booster = lgb.Booster(model_str=L.assemble_model_string(fitted.header, fitted.texts, None,
+                                                                    fitted.parameters, 1, None))
+            # the tree was fitted on the sample only: its root counts the sample's rows
+            assert booster.dump_model()["tree_info"][0]["tree_structure"]["internal_count"] == idx.size
+            for outputs in fitted.outputs:  # exactly what the stock model adds per row
+                np.testing.assert_array_equal(outputs[:, 0], booster.predict(X, raw_score=True))
+            if want_leaves:
+                np.testing.assert_array_equal(fitted.leaves[0][:, 0], booster.predict(X, pred_leaf=True).reshape(-1))
+            else:
+                assert fitted.leaves is None
         if sub:
             sub.free()
-        assert not fitted.finished and len(fitted.texts) == 1
-        model = L.assemble_model_string(fitted.header, fitted.texts, None, fitted.parameters, 1, None)
-        booster = lgb.Booster(model_str=model)
-        np.testing.assert_array_equal(fitted.leaves[0][:, 0], booster.predict(X, pred_leaf=True).reshape(-1))
-        # the tree was fitted on the sample only: its root counts the sample's rows
-        assert booster.dump_model()["tree_info"][0]["tree_structure"]["internal_count"] == idx.size
-        np.testing.assert_array_equal(fitted.leaf_values[0][fitted.leaves[0][:, 0]], booster.predict(X, raw_score=True))
+        assert len(same_tree) == 1
         texts.append(fitted.texts[0])
     # nothing carries over between iterations (the trees are rolled back): same input, same tree
     assert texts[3] == texts[0]
+    fitter.free()
+
+
+def test_one_iteration_bias_is_folded_into_trees_and_outputs(data):
+    X, y = data
+    ds = lgb.Dataset(X, y, params={"verbosity": -1}).construct()
+    handle = L.handle_of(ds)
+    fitter = L.OneIterationBooster("objective=custom metric=None verbosity=-1 num_class=1 num_leaves=7", 1, handle, "")
+    g = (0.5 - y).astype(np.float32)
+    fitted = fitter.fit(handle, g, np.ones(len(y), dtype=np.float32), [(handle, len(y), None)], bias=np.array([0.75]))
+    booster = lgb.Booster(model_str=L.assemble_model_string(fitted.header, fitted.texts, None, fitted.parameters, 1, None))
+    np.testing.assert_array_equal(fitted.outputs[0][:, 0], booster.predict(X, raw_score=True))
+    assert "shrinkage=1\n" in fitted.texts[0] and np.all(fitted.leaf_values[0] > 0.75 - 0.2)
     fitter.free()
 
 
@@ -119,7 +157,7 @@ def test_one_iteration_booster_stops_after_a_finished_iteration(data):
     fitter = L.OneIterationBooster("objective=custom metric=None verbosity=-1 num_class=1", 1, handle, "")
     zeros = np.zeros(len(y), dtype=np.float32)
     fitted = fitter.fit(handle, zeros, zeros, [(handle, len(y), None)])  # zero hessians: no split
-    assert fitted.finished and fitted.leaves == [] and len(fitted.texts) == 1
+    assert fitted.finished and fitted.outputs == [] and len(fitted.texts) == 1
     with pytest.raises(RuntimeError, match="finished or freed"):
         fitter.fit(handle, zeros, zeros, [])
 
