@@ -60,7 +60,7 @@ def main() -> None:
         fitter.fit(sub.handle, g, h, [])
         t = tick("tree on the sample", t)
         fitted = fitter.fit(sub.handle, g, h, [(handle, n, None)])
-        t = tick("tree + leaves of all rows", t)
+        t = tick("tree + outputs of all rows", t)
 
         sub.free()
         raw += fitted.outputs[0][:, 0]
@@ -69,7 +69,7 @@ def main() -> None:
     print(f"{n:,} x {args.features} synthetic dense, rate {args.rate}, {args.leaves} leaves; ms per iteration:")
     for name, total in totals.items():
         print(f"  {name:40s} {total / args.repeats * 1000:8.2f}")
-    walk = totals["tree + leaves of all rows"] - totals["tree on the sample"]
+    walk = totals["tree + outputs of all rows"] - totals["tree on the sample"]
     print(f"  {'=> binned predictor over all rows':40s} {walk / args.repeats * 1000:8.2f}")
 
 
