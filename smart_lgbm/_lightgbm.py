@@ -385,7 +385,10 @@ class OneIterationBooster:
                                                          ctypes.c_double(leaf)))
         outputs, leaves = [], []
         for handle, n, init_score in sets:
-            self._point_at(handle)
+            # The set the trees were just fitted on (all rows drawn) already holds its
+            # outputs: LightGBM added them from the tree learner's partition, no walk needed.
+            if by_leaf or handle.value != self._current:
+                self._point_at(handle)
             out = np.empty(self.k * n, dtype=np.float64)
             out_len = ctypes.c_int64(0)
             _check(
