@@ -8,10 +8,10 @@ there rather than silently in a model.
 
 Why C-API calls and not the Python wrapper: every boosting iteration the engine builds a
 subset Dataset, points its Booster at three Datasets in turn, reads scores (rewriting
-leaf values when it needs leaves) and rolls a tree back.  The Python wrapper can do each step (``Dataset.subset``,
-``Booster.update(train_set=...)``, ``set_leaf_output``, ``rollback_one_iter``), but
-through Python Dataset objects and their bookkeeping (parameter dicts, references,
-predictor set-up) per call, which would weigh on small data.
+leaf values when it needs leaves) and rolls a tree back.  The Python wrapper can do each
+step (``Dataset.subset``, ``Booster.update(train_set=...)``, ``set_leaf_output``,
+``rollback_one_iter``), but through Python Dataset objects and their bookkeeping
+(parameter dicts, references, predictor set-up) per call, which would weigh on small data.
 """
 
 from __future__ import annotations
