@@ -105,7 +105,8 @@ def test_one_iteration_outputs_and_leaves_equal_stock_prediction(data):
     fitter = L.OneIterationBooster(params, 1, handle, "")
     texts = []
     # one Booster for several iterations: subsets, then all rows (the training set itself,
-    # which the read-out must walk again), then the first subset once more
+    # whose outputs come from the tree learner's partition and whose leaves from a walk),
+    # then the first subset once more
     for idx in (np.arange(0, n, 2), np.arange(1, n, 3), np.arange(n), np.arange(0, n, 2)):
         idx = idx.astype(np.int32)
         sub = L.SubsetHandle(handle, idx, "") if idx.size < n else None
