@@ -282,6 +282,29 @@ def test_init_score_and_weights_match_stock(a9a_small):
     np.testing.assert_allclose(ours.predict(Xt, raw_score=True), stock.predict(Xt, raw_score=True), atol=1e-6)
 
 
+def test_huge_lightgbm_init_scores_match_stock_and_stay_untouched():
+    """Constructed Datasets whose init scores are too large to read leaves over (init + leaf
+    index loses the index near 2**53): the engine works on copies without them."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(3000, 5))
+    init = np.full(3000, 2.0**53)
+    y = init + 2.0**31 * np.sign(X[:, 0]) + 2.0**30 * np.sign(X[:, 1])
+    params = {**BASE, "objective": "regression", "boost_from_average": False}
+    train = lgb.Dataset(X, y, init_score=init, params={"verbosity": -1}).construct()
+    valid = lgb.Dataset(X[:500], y[:500], init_score=init[:500], reference=train).construct()
+    evals: dict = {}
+    ours = sl.train(params, train, 8, sampler=sl.Full(), valid_sets=[valid], valid_names=["v"],
+                    callbacks=[lgb.record_evaluation(evals)])
+    stock_evals: dict = {}
+    stock = lgb.train(params, lgb.Dataset(X, y, init_score=init), 8,
+                      valid_sets=[lgb.Dataset(X[:500], y[:500], init_score=init[:500])], valid_names=["v"],
+                      callbacks=[lgb.record_evaluation(stock_evals)])
+    np.testing.assert_array_equal(ours.predict(X, raw_score=True), stock.predict(X, raw_score=True))
+    np.testing.assert_allclose(evals["v"]["l2"], stock_evals["v"]["l2"], rtol=1e-12)
+    for ds, expected in ((train, init), (valid, init[:500])):
+        np.testing.assert_array_equal(ds.get_field("init_score"), expected)
+
+
 # ------------------------------------------------------------------ bad input
 
 
