@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ctypes
 import json
+import math
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -250,6 +251,18 @@ def leaf_values_of(tree_text: str) -> np.ndarray:
     return np.array(tree_text[start:tree_text.index("\n", start)].split(" "), dtype=np.float64)
 
 
+def _leaf_index_step(inits: list[np.ndarray]) -> float:
+    """The power of two that leaf indices are written as multiples of.
+
+    LightGBM's predictor starts from a set's init score, so a leaf is read back as
+    ``round((init + j * step) - init) / step``.  The roundings of those sums are below
+    2**-11 * step while ``|init| < 2**40 * step``; ``step`` is 1 unless init scores are
+    that large (near 2**53 a step of 1 would lose the index itself).
+    """
+    largest = max((float(np.abs(init).max(initial=0.0)) for init in inits), default=0.0)
+    return 1.0 if largest < 2.0**40 else math.ldexp(1.0, math.frexp(largest)[1] - 40)
+
+
 class OneIterationBooster:
     """Fits the K trees of one iteration at a time on subset Datasets, with given gradients.
 
@@ -375,14 +388,16 @@ class OneIterationBooster:
         # the leaf output to a score that starts at 0.0, which gives the output exactly;
         # that needs no leaf rewrite and no look-up, but only works for sets without
         # LightGBM init scores (x + v then differs from v) and unchanged trees.
-        by_leaf = want_leaves or bias is not None or any(init is not None for _, _, init in sets)
+        inits = [init for _, _, init in sets if init is not None]
+        by_leaf = want_leaves or bias is not None or bool(inits)
         if by_leaf:
             if leaf_values is None:
                 leaf_values = [leaf_values_of(t) for t in texts]
+            step = _leaf_index_step(inits)
             for k, values in enumerate(leaf_values):
                 for leaf in range(values.shape[0]):
                     _check(_LIB.LGBM_BoosterSetLeafValue(self.handle, ctypes.c_int(k), ctypes.c_int(leaf),
-                                                         ctypes.c_double(leaf)))
+                                                         ctypes.c_double(leaf * step)))
         outputs, leaves = [], []
         for handle, n, init_score in sets:
             # The set the trees were just fitted on (all rows drawn) already holds its
@@ -402,6 +417,9 @@ class OneIterationBooster:
                 continue
             if init_score is not None:
                 out -= init_score  # not exact: round back to the leaf index
+            if step != 1.0:
+                out /= step  # a power of two: exact
+            if init_score is not None:
                 np.rint(out, out=out)
             set_leaves = out.astype(np.int32).reshape(self.k, n).T
             leaves.append(set_leaves)

@@ -85,24 +85,6 @@ def _num_raw_rows(data: Any) -> int | None:
 # Up to this many cells (rows x features) the engine stores its own binned copy densely.
 _DENSE_CELLS = 1 << 27
 
-# Leaves are read from a set's LightGBM scores, which start from the init score LightGBM
-# holds for it, as round(score - init): below 2**40 the roundings of init + leaf stay
-# under 2**-12, near 2**53 they reach the leaf index itself.
-_READABLE_INIT = 2.0**40
-
-
-def _leaves_readable_over(init: np.ndarray) -> bool:
-    return float(np.abs(init).max(initial=0.0)) < _READABLE_INIT
-
-
-def _copy_without(handle: ctypes.c_void_p, n: int, fields: tuple[str, ...], keep: list[Any]) -> ctypes.c_void_p:
-    """A copy of a caller's binned rows with ``fields`` cleared (the caller's Dataset is read-only)."""
-    copy = _lightgbm.SubsetHandle(handle, np.arange(n, dtype=np.int32), "")
-    keep.append(copy)
-    for field in fields:
-        _lightgbm.clear_field(copy.handle, field)
-    return copy.handle
-
 
 def _storage_params(data: Any, params: dict[str, Any]) -> dict[str, Any]:
     """Dense bin storage for the engine's own copy of moderately sized sparse data.
@@ -203,17 +185,16 @@ def prepare_train(train_set: lgb.Dataset, loss: Loss, params: dict[str, Any]) ->
     n = _lightgbm.num_rows(handle)
     target, init = _target_and_scores("train_set", fields, n, loss)
     native_init = None
-    lightgbm_init = init is not None and (user_handle is not None or isinstance(train_set.data, (str, Path)))
-    # A row subset cannot keep query boundaries, and the engine's own copy needs no
-    # LightGBM init score; the caller's is kept (and subtracted) unless too large to read
-    # leaves over.
-    if _lightgbm.has_group(handle) or (lightgbm_init and (user_handle is None or not _leaves_readable_over(init))):
+    if _lightgbm.has_group(handle) or (user_handle is None and fields["init_score"] is not None and
+                                       isinstance(train_set.data, (str, Path))):
         if user_handle is not None:
-            handle = _copy_without(handle, n, ("group", "init_score"), keep)
-        else:
-            _lightgbm.clear_field(handle, "group")
-            _lightgbm.clear_field(handle, "init_score")
-    elif lightgbm_init:
+            # Read-only rule: copy the caller's binned rows before clearing anything.
+            copy = _lightgbm.SubsetHandle(handle, np.arange(n, dtype=np.int32), "")
+            keep.append(copy)
+            handle = copy.handle
+        _lightgbm.clear_field(handle, "group")
+        _lightgbm.clear_field(handle, "init_score")
+    elif user_handle is not None and init is not None:
         native_init = init.T.reshape(-1)
     reference = keep[0] if user_handle is None else train_set
     return BinnedSet("training", handle, target, init, native_init, train_set, keep, reference, pandas_categorical)
@@ -225,7 +206,6 @@ def prepare_valid(valid_set: lgb.Dataset, name: str, train: BinnedSet, loss: Los
         raise TypeError(f"valid_sets must hold lightgbm.Dataset objects, got {type(valid_set).__name__}")
     keep: list[Any] = []
     handle = _lightgbm.handle_of(valid_set)
-    user_handle = handle
     native_init = None
     if handle is None:
         if valid_set.data is None:
@@ -243,16 +223,12 @@ def prepare_valid(valid_set: lgb.Dataset, name: str, train: BinnedSet, loss: Los
         keep.append(own)
         n = _lightgbm.num_rows(handle)
         target, init = _target_and_scores(f"validation set {name!r}", fields, n, loss)
-        lightgbm_init = isinstance(valid_set.data, (str, Path)) and init is not None
+        if isinstance(valid_set.data, (str, Path)) and init is not None:
+            native_init = init.T.reshape(-1)
     else:
         fields = _fields_from_handle(handle, valid_set)
         n = _lightgbm.num_rows(handle)
         target, init = _target_and_scores(f"validation set {name!r}", fields, n, loss)
-        lightgbm_init = init is not None
-    if lightgbm_init and _leaves_readable_over(init):
-        native_init = init.T.reshape(-1)
-    elif lightgbm_init and user_handle is not None:
-        handle = _copy_without(handle, n, ("init_score",), keep)
-    elif lightgbm_init:
-        _lightgbm.clear_field(handle, "init_score")
+        if init is not None:
+            native_init = init.T.reshape(-1)
     return BinnedSet(name, handle, target, init, native_init, valid_set, keep)

@@ -283,8 +283,8 @@ def test_init_score_and_weights_match_stock(a9a_small):
 
 
 def test_huge_lightgbm_init_scores_match_stock_and_stay_untouched():
-    """Constructed Datasets whose init scores are too large to read leaves over (init + leaf
-    index loses the index near 2**53): the engine works on copies without them."""
+    """Constructed Datasets whose init scores are near 2**53, where init + leaf index would
+    lose the index: leaves are read back as multiples of a larger power of two."""
     rng = np.random.default_rng(0)
     X = rng.normal(size=(3000, 5))
     init = np.full(3000, 2.0**53)
