@@ -199,17 +199,17 @@ def _solve_rho(importance: np.ndarray, expected_size: float, n_pos: int, max_rou
     s = importance if n_pos == importance.shape[0] else importance[importance > 0]
     capped_count = 0
     free = s  # the rows not capped yet, in their original order (so sums are reproducible)
-    # zeros add nothing, but a sum over other elements may round differently: reuse only the same sum
-    free_sum = total if total is not None and free is importance else None
+    # ``total`` is reused only when it is the sum of this very array (same roundings)
+    free_sum = total if total is not None and s is importance else s.sum()
     for _ in range(max_rounds):
-        rho = (expected_size - capped_count) / (free.sum() if free_sum is None else free_sum)
-        free_sum = None
+        rho = (expected_size - capped_count) / free_sum
         still_free = free[free < 1.0 / rho]
         newly = free.shape[0] - still_free.shape[0]
         if newly == 0:
             return float(rho)
         capped_count += newly
         free = still_free  # the threshold only falls, so the capped set only grows
+        free_sum = free.sum()
     # Pathological spectra (many distinct cap levels): exact solution by sorting.
     s_sorted = np.sort(s)[::-1]
     tail = np.cumsum(s_sorted[::-1])[::-1]  # tail[k] = sum of s_sorted[k:]
