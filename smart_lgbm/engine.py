@@ -90,6 +90,8 @@ class _Run:
         )
         self.fitter = _lightgbm.OneIterationBooster(cfg.booster_params(0), self.k, train.handle, self.subset_params)
         self.params_changed = False  # by a reset_parameter callback since the last iteration
+        # the sets whose rows get each tree's outputs: training set first, then validation sets
+        self.sets = [(s.handle, s.num_rows, s.native_init_score) for s in [train, *valids]]
         n = train.num_rows
         self.raw = np.zeros((n, self.k)) if train.init_score is None else train.init_score.copy()
         self.valid_raw = [np.zeros((v.num_rows, self.k)) if v.init_score is None else v.init_score.copy()
@@ -137,12 +139,10 @@ class _Run:
         if self.params_changed or self.cfg.trees_draw_random_numbers():
             self.fitter.set_params(self.cfg.booster_params(iteration))
             self.params_changed = False
-        sets = [(self.train.handle, n, self.train.native_init_score)]
-        sets += [(v.handle, v.num_rows, v.native_init_score) for v in self.valids]
         # the boost-from-average score goes into the first iteration's trees, as in LightGBM
         bias = self.bias if iteration == 0 and np.any(self.bias) else None
         try:
-            fitted = self.fitter.fit(handle, class_major_float32(sample.grad), class_major_float32(sample.hess), sets,
+            fitted = self.fitter.fit(handle, class_major_float32(sample.grad), class_major_float32(sample.hess), self.sets,
                                      want_leaves=self.sampler.needs_leaves, bias=bias)
         finally:
             if subset is not None:
