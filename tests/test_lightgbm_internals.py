@@ -92,17 +92,25 @@ def _target(y):
     return Target(label=y)
 
 
-def test_one_iteration_outputs_and_leaves_equal_stock_prediction(data):
-    X, y = data
+_FIT_PARAMS = "objective=custom metric=None verbosity=-1 num_class=1"
+
+
+def _fitter(X, y, params: str = _FIT_PARAMS):
+    """(Dataset, its handle, a OneIterationBooster on it); keep the Dataset: it owns the handle."""
     ds = lgb.Dataset(X, y, params={"verbosity": -1}).construct()
     handle = L.handle_of(ds)
+    return ds, handle, L.OneIterationBooster(params, 1, handle, "")
+
+
+def test_one_iteration_outputs_and_leaves_equal_stock_prediction(data):
+    X, y = data
+    params = _FIT_PARAMS + " num_leaves=7"
+    ds, handle, fitter = _fitter(X, y, params)
     n = len(y)
     # a set on which LightGBM starts from init scores: outputs are then read through leaves
     init = np.linspace(-3.0, 3.0, n)
     init_ds = lgb.Dataset(X, y, init_score=init, reference=ds, params={"verbosity": -1}).construct()
     with_init = L.handle_of(init_ds)  # the Dataset object owns the handle: keep it alive
-    params = "objective=custom metric=None verbosity=-1 num_class=1 num_leaves=7"
-    fitter = L.OneIterationBooster(params, 1, handle, "")
     texts = []
     # one Booster for several iterations: subsets, then all rows (the training set itself,
     # whose outputs come from the tree learner's partition and whose leaves from a walk),
@@ -140,9 +148,7 @@ def test_one_iteration_outputs_and_leaves_equal_stock_prediction(data):
 
 def test_one_iteration_bias_is_folded_into_trees_and_outputs(data):
     X, y = data
-    ds = lgb.Dataset(X, y, params={"verbosity": -1}).construct()
-    handle = L.handle_of(ds)
-    fitter = L.OneIterationBooster("objective=custom metric=None verbosity=-1 num_class=1 num_leaves=7", 1, handle, "")
+    ds, handle, fitter = _fitter(X, y, _FIT_PARAMS + " num_leaves=7")
     g = (0.5 - y).astype(np.float32)
     fitted = fitter.fit(handle, g, np.ones(len(y), dtype=np.float32), [(handle, len(y), None)], bias=np.array([0.75]))
     booster = lgb.Booster(model_str=L.assemble_model_string(fitted.header, fitted.texts, None, fitted.parameters, 1, None))
@@ -153,9 +159,7 @@ def test_one_iteration_bias_is_folded_into_trees_and_outputs(data):
 
 def test_one_iteration_booster_stops_after_a_finished_iteration(data):
     X, y = data
-    ds = lgb.Dataset(X, y, params={"verbosity": -1}).construct()
-    handle = L.handle_of(ds)
-    fitter = L.OneIterationBooster("objective=custom metric=None verbosity=-1 num_class=1", 1, handle, "")
+    ds, handle, fitter = _fitter(X, y)
     zeros = np.zeros(len(y), dtype=np.float32)
     fitted = fitter.fit(handle, zeros, zeros, [(handle, len(y), None)])  # zero hessians: no split
     assert fitted.finished and fitted.outputs == [] and len(fitted.texts) == 1
