@@ -223,9 +223,13 @@ _TREE_SPLIT = re.compile(r"^Tree=\d+\n", re.MULTILINE)
 
 def split_model_string(model: str) -> tuple[str, list[str], str]:
     """Split a model string into (header, tree bodies, parameters section)."""
-    head, _, rest = model.partition("\nTree=0\n")
-    trees_part, _, tail = ("Tree=0\n" + rest).partition("end of trees\n")
-    bodies = [b for b in _TREE_SPLIT.split(trees_part) if b]
+    head, found, rest = model.partition("\nTree=0\n")
+    if found:
+        trees_part, _, tail = ("Tree=0\n" + rest).partition("end of trees\n")
+        bodies = [b for b in _TREE_SPLIT.split(trees_part) if b]
+    else:  # a model without trees
+        head, _, tail = model.partition("\nend of trees\n")
+        bodies = []
     header = "\n".join(line for line in head.split("\n") if not line.startswith("tree_sizes="))
     params_start = tail.find("parameters:\n")
     parameters = tail[params_start:] if params_start >= 0 else ""
@@ -298,12 +302,29 @@ class OneIterationBooster:
         self.k = num_model_per_iteration
         self._buffer = _StringBuffer()
         self._params = params
+        self._train = train
         self._parked = SubsetHandle(train, np.zeros(1, dtype=np.int32), subset_params)
+        self.handle = ctypes.c_void_p()
+        self._create()
+        #: the model text header (feature names and infos) and ``parameters:`` section
+        self.header, _, self.parameters = split_model_string(self._buffer.model_string(self.handle))
+
+    def _create(self) -> None:
         # Created on the whole training set: some buffers (use_quantized_grad's) are sized
         # by the first Dataset only, and every sample is at most that large.
-        self._current = train.value
+        _check(_LIB.LGBM_BoosterCreate(self._train, _c_str(self._params), ctypes.byref(self.handle)))
+        self._current = self._train.value
+
+    def _recreate(self) -> None:
+        """A fresh C Booster after an iteration that could not split.
+
+        Such an iteration leaves LightGBM's constant trees in the Booster and does not count
+        as an iteration, so ``RollbackOneIter`` cannot remove them; every later tree would
+        come after them.
+        """
+        _check(_LIB.LGBM_BoosterFree(self.handle))
         self.handle = ctypes.c_void_p()
-        _check(_LIB.LGBM_BoosterCreate(train, _c_str(params), ctypes.byref(self.handle)))
+        self._create()
 
     def set_params(self, params: str) -> None:
         """Parameters of the next iteration (the engine re-seeds every iteration).
@@ -349,11 +370,11 @@ class OneIterationBooster:
         bias : ndarray of shape (K,), optional
             Folded into the trees (see :func:`fold_bias`) and included in ``outputs``.
 
-        After a finished iteration the Booster holds LightGBM's constant trees and must
-        not fit again.
+        After a finished iteration (no tree could split) the C Booster is replaced by a fresh
+        one, so the next call starts clean.
         """
         if not self.handle:
-            raise RuntimeError("this OneIterationBooster is finished or freed")
+            raise RuntimeError("this OneIterationBooster is freed")
         try:
             return self._fit(train, grad, hess, sets, want_leaves, bias)
         except BaseException:
@@ -380,7 +401,7 @@ class OneIterationBooster:
             folded = [fold_bias(text, float(b)) for text, b in zip(texts, bias)]
             texts, leaf_values = [t for t, _ in folded], [v for _, v in folded]
         if finished.value:
-            self.free()
+            self._recreate()
             return IterationTrees(texts, [], None, model, finished=True)
         # Each row's tree output is read in one of two ways.  Leaf indices: the leaf
         # outputs are overwritten with 0..L-1, so LightGBM's predictor writes each row's
@@ -525,32 +546,111 @@ def assemble_model_string(
 
 
 class CallbackModel(lgb.Booster):
-    """What ``CallbackEnv.model`` is during an engine run.
+    """What ``CallbackEnv.model`` is during an engine run: a Booster of the trees so far.
 
     LightGBM's callbacks test ``isinstance(env.model, Booster)`` (early stopping uses it to
     ignore the training set; ``reset_parameter`` calls ``env.model.reset_parameter``), so
-    this is a Booster subclass; it holds no C handle because the engine assembles the
-    real model only at the end.  ``reset_parameter`` forwards to the running engine.
+    this is a Booster subclass.  The engine keeps its trees as text and assembles the real
+    model only at the end, so this object builds a stock Booster from the trees so far the
+    first time a method needs LightGBM's handle in an iteration (``num_trees``, ``predict``,
+    ``save_model``, ``model_to_string``, ``feature_importance``, ``dump_model``...): they
+    agree with the final model's first iterations.  ``eval_train``/``eval_valid``/``eval``
+    answer from the engine's own evaluation of its tracked scores; ``reset_parameter``
+    forwards to the running engine.  Methods that would change the model behind the engine's
+    back (``update``, ``rollback_one_iter``, ``add_valid``...) raise a clear error.
+
+    Parameters
+    ----------
+    model_string : callable
+        ``model_string() -> (version, text)``: the model of the trees so far and a number
+        that changes whenever the trees change.
+    reset : callable
+        Called with the new parameters by :meth:`reset_parameter`.
+    evaluate : callable
+        ``evaluate(dataset_or_None_or_"valid", feval) -> list of (data name, metric, value,
+        higher is better)``: None is the training set, "valid" every validation set.
+    train_data_name : str
+    pandas_categorical : list or None
     """
 
-    def __init__(self, reset: Any, train_data_name: str) -> None:  # no super().__init__: no handle
-        self._handle = None
+    def __init__(self, model_string: Any, reset: Any, evaluate: Any, train_data_name: str,
+                 pandas_categorical: list | None = None) -> None:  # no super().__init__: handle built lazily
+        self.__dict__["_snapshot"] = None
+        self._snapshot_version = None
+        self._model_string = model_string
+        self._reset = reset
+        self._evaluate = evaluate
         self._network = False
         self._train_data_name = train_data_name
-        self._reset = reset
         self.best_iteration = 0
         self.best_score: dict = {}
         self.params: dict = {}
-        self.pandas_categorical = None
+        self.pandas_categorical = pandas_categorical
         #: the engine's record of the last iteration (rows sampled, rate, seconds)
         self.last_record: dict[str, Any] = {}
+
+    def _materialize(self) -> lgb.Booster:
+        version, text = self._model_string()
+        if self._snapshot is None or version != self._snapshot_version:
+            snapshot = lgb.Booster(model_str=text)
+            # Attributes LightGBM's own methods read besides the handle (name-mangled ones too).
+            for key, value in snapshot.__dict__.items():
+                if key not in ("_handle", "best_iteration", "best_score", "params", "_train_data_name",
+                               "pandas_categorical", "_network"):
+                    self.__dict__[key] = value
+            self.__dict__["_snapshot"] = snapshot
+            self._snapshot_version = version
+        return self._snapshot
+
+    @property  # type: ignore[override]
+    def _handle(self) -> ctypes.c_void_p:
+        return self._materialize()._handle
+
+    @_handle.setter
+    def _handle(self, value: Any) -> None:
+        raise AttributeError("env.model is the engine's view of the trees so far; its handle cannot be replaced")
 
     def reset_parameter(self, params: dict[str, Any]) -> "CallbackModel":
         self._reset(params)
         return self
 
-    def __del__(self) -> None:  # nothing to free
+    def eval_train(self, feval: Any = None) -> list:
+        return self._evaluate(None, feval)
+
+    def eval_valid(self, feval: Any = None) -> list:
+        return self._evaluate("valid", feval)
+
+    def eval(self, data: lgb.Dataset, name: str, feval: Any = None) -> list:
+        results = self._evaluate(data, feval)
+        return [(name, metric, value, higher) for _, metric, value, higher in results]
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> Any:
+        raise lgb.basic.LightGBMError(
+            "env.model is a read-only view of the model during a smart_lgbm.train run: it cannot be "
+            "updated, rolled back, refitted or given new data; use its read methods (predict, "
+            "num_trees, save_model, eval_valid, ...) or reset_parameter"
+        )
+
+    update = rollback_one_iter = add_valid = set_network = free_network = _refuse  # type: ignore[assignment]
+    model_from_string = set_train_data_name = free_dataset = shuffle_models = _refuse  # type: ignore[assignment]
+    set_leaf_output = refit = _refuse  # type: ignore[assignment]
+
+    def __copy__(self) -> lgb.Booster:
+        return lgb.Booster(model_str=self._model_string()[1])
+
+    def __deepcopy__(self, *args: Any, **kwargs: Any) -> lgb.Booster:
+        return self.__copy__()
+
+    def __reduce__(self) -> tuple:
+        # Pickles as the plain Booster of the trees so far.
+        return (_booster_from_string, (self._model_string()[1],))
+
+    def __del__(self) -> None:  # the snapshot frees its own handle
         pass
+
+
+def _booster_from_string(text: str) -> lgb.Booster:
+    return lgb.Booster(model_str=text)
 
 
 # ---- scikit-learn estimator internals

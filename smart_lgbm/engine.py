@@ -31,7 +31,16 @@ from . import _lightgbm
 from .binned import BinnedSet, prepare_train, prepare_valid
 from .losses.base import check_finite
 from .metrics import Evaluator
-from .params import EngineConfig, canonicalize, dataset_params, make_config, refuse_unsupported
+from .params import (
+    ENGINE_ONLY,
+    LOSS_AND_METRIC_PARAMS,
+    EngineConfig,
+    canonicalize,
+    check_seed,
+    dataset_params,
+    make_config,
+    refuse_unsupported,
+)
 from .samplers import GradientHistory, Sample, Sampler, SamplingState, make_sampler
 
 # LightGBM adds an initial score only when it is larger than this (kEpsilon).
@@ -83,8 +92,6 @@ class _Run:
         self.k = self.loss.num_model_per_iteration
         self.history = GradientHistory(maxlen=sampler.history_length)
         self.trees: list[str] = []
-        self.header = ""
-        self.parameters = ""
         self.subset_params = _lightgbm.params_to_str(
             {k: v for k, v in cfg.tree_params.items() if k in ("num_threads", "verbosity")}
         )
@@ -96,33 +103,52 @@ class _Run:
         self.raw = np.zeros((n, self.k)) if train.init_score is None else train.init_score.copy()
         self.valid_raw = [np.zeros((v.num_rows, self.k)) if v.init_score is None else v.init_score.copy()
                           for v in valids]
-        # boost_from_average: folded into the first tree (LightGBM skips it given init scores)
-        self.bias = self.loss.init_score(train.target) if train.init_score is None else np.zeros(self.k)
-        self.bias = np.where(np.abs(self.bias) > _K_EPSILON, self.bias, 0.0)
+        # boost_from_average: folded into the first trees (LightGBM skips it given init
+        # scores); None once it is in the model
+        bias = self.loss.init_score(train.target) if train.init_score is None else np.zeros(self.k)
+        bias = np.where(np.abs(bias) > _K_EPSILON, bias, 0.0)
+        self.bias: np.ndarray | None = bias if np.any(bias) else None
 
     def view(self, raw: np.ndarray) -> np.ndarray:
         return raw[:, 0] if self.k == 1 else raw
 
     def reset_parameter(self, params: dict[str, Any]) -> None:
+        """A ``reset_parameter`` callback's change, applied from the next iteration.
+
+        Tree parameters go to the tree-fitting Booster (LightGBM itself refuses the binning
+        parameters a constructed Dataset fixed); ``seed`` re-seeds the sampling and the trees
+        from the next iteration on; the parameters that define the loss or the metrics are
+        refused, as LightGBM refuses ``metric`` or ``num_class``; the rest (``num_iterations``,
+        ``early_stopping_round``...) are read once at the start, as in ``lightgbm.train``.
+        """
         new = canonicalize(params)
-        refuse_unsupported(new)
-        engine_only = sorted(k for k in new if k not in self.cfg.tree_params and k != "learning_rate")
-        changing = [k for k in engine_only if self.cfg.params.get(k) != new[k]]
+        refuse_unsupported({**self.cfg.params, **new})
+        changing = sorted(k for k in LOSS_AND_METRIC_PARAMS if k in new and new[k] != self.cfg.params.get(k))
         if changing:
-            raise ValueError(f"reset_parameter cannot change {changing} during an engine run")
-        self.cfg.tree_params.update({k: v for k, v in new.items() if k not in engine_only})
+            raise ValueError(
+                f"reset_parameter cannot change {', '.join(changing)} during training: they define the loss "
+                "and the metrics of the run; start a new smart_lgbm.train instead"
+            )
+        tree = {k: v for k, v in new.items() if k not in ENGINE_ONLY}
+        if tree:
+            self.cfg.tree_params.update(tree)
+            self.params_changed = True
+        if "seed" in new:
+            self.cfg.seed = check_seed(new["seed"])
+            self.params_changed = True
         self.cfg.params.update(new)
-        self.params_changed = True
 
-    def step(self, iteration: int) -> dict[str, Any] | None:
-        """One boosting iteration; returns its record, or None when no tree could split.
+    def step(self, iteration: int) -> dict[str, Any]:
+        """One boosting iteration; returns its record (``num_trees`` = trees added).
 
-        As in LightGBM, a first iteration that cannot split still leaves the model K
-        constant trees holding the initial score, so the model always loads and predicts.
+        An iteration whose trees cannot split adds no tree and changes no score, as in
+        LightGBM (where bagging then simply goes on with the next bag); only when the
+        very first iteration cannot split does the model get LightGBM's K constant trees
+        holding the initial score, so that it always loads and predicts.
         """
         t0 = time.perf_counter()
         n = self.train.num_rows
-        raw = self.raw + self.bias if iteration == 0 and np.any(self.bias) else self.raw
+        raw = self.raw + self.bias if self.bias is not None else self.raw
         grad, hess = self.loss.gradient_hessian(self.view(raw), self.train.target)
         state = SamplingState(iteration, grad, hess, self.view(raw), self.loss, self.train.target, self.history)
         sample = self.sampler.sample(state, iteration_rng(self.cfg.seed, iteration))
@@ -139,39 +165,48 @@ class _Run:
         if self.params_changed or self.cfg.trees_draw_random_numbers():
             self.fitter.set_params(self.cfg.booster_params(iteration))
             self.params_changed = False
-        # the boost-from-average score goes into the first iteration's trees, as in LightGBM
-        bias = self.bias if iteration == 0 and np.any(self.bias) else None
         try:
             fitted = self.fitter.fit(handle, class_major_float32(sample.grad), class_major_float32(sample.hess), self.sets,
-                                     want_leaves=self.sampler.needs_leaves, bias=bias)
+                                     want_leaves=self.sampler.needs_leaves, bias=self.bias)
         finally:
             if subset is not None:
                 subset.free()
-        if fitted.finished and iteration > 0:
-            return None
-        if iteration == 0:
-            self.header, self.parameters = fitted.header, fitted.parameters
-        self.trees.extend(fitted.texts)
-        if fitted.finished:  # constant trees: every row gets the single leaf's output
-            for raw_scores in [self.raw, *self.valid_raw]:
-                raw_scores += np.array([values[0] for values in fitted.leaf_values])
-            return None
-        for raw_scores, outputs in zip([self.raw, *self.valid_raw], fitted.outputs):
-            raw_scores += outputs
-        if self.sampler.needs_leaves:
-            self.history.leaves = fitted.leaves[0][:, 0] if self.k == 1 else fitted.leaves[0]
+        num_trees = 0
+        if fitted.finished:
+            if not self.trees:  # LightGBM's constant first trees: every row gets the initial score
+                num_trees = len(fitted.texts)
+                self.trees.extend(fitted.texts)
+                for raw_scores in [self.raw, *self.valid_raw]:
+                    raw_scores += np.array([values[0] for values in fitted.leaf_values])
+                self.bias = None
+        else:
+            num_trees = len(fitted.texts)
+            self.trees.extend(fitted.texts)
+            for raw_scores, outputs in zip([self.raw, *self.valid_raw], fitted.outputs):
+                raw_scores += outputs
+            if self.sampler.needs_leaves:
+                self.history.leaves = fitted.leaves[0][:, 0] if self.k == 1 else fitted.leaves[0]
+            self.bias = None
         t_end = time.perf_counter()
         return {
             "iteration": iteration,
             "num_sampled": sample.size,
             "sampling_rate": sample.size / n,
+            "num_trees": num_trees,
             "sample_seconds": t_sample - t0,
             "seconds": t_end - t0,
         }
 
-    def model_string(self) -> str:
+    def will_repeat(self) -> bool:
+        """Whether the next iteration would repeat one that could not split exactly: no
+        random draw in the sampler or the trees, no parameter change since."""
+        return (getattr(self.sampler, "deterministic", False) and not self.params_changed
+                and not self.cfg.trees_draw_random_numbers())
+
+    def model_string(self, num_trees: int | None = None) -> str:
+        """The stock model of the trees so far (the first ``num_trees`` of them if given)."""
         return _lightgbm.assemble_model_string(
-            self.header, self.trees, self.loss.model_objective_line(), self.parameters,
+            self.fitter.header, self.trees[:num_trees], self.loss.model_objective_line(), self.fitter.parameters,
             self.k, self.train.pandas_categorical,
         )
 
@@ -255,7 +290,29 @@ def train(
     evaluator = Evaluator(cfg.metrics, cfg.loss, cfg.eval_at)
 
     run = _Run(cfg, sampler, train_data, valids)
-    model = _lightgbm.CallbackModel(run.reset_parameter, train_name)
+
+    def evaluate_set(name: str, binned: BinnedSet | None, position: int | None,
+                     fevals: Any) -> list[tuple[str, str, float, bool]]:
+        raw = run.view(run.raw if position is None else run.valid_raw[position])
+        target = train_data.target if binned is None else binned.target
+        scores = [(name, m, v, h) for m, v, h in evaluator.evaluate(raw, target)]
+        if fevals is not None:
+            source = train_set if binned is None else binned.source
+            scores += [(name, m, v, h) for m, v, h in _feval_results(fevals, cfg.loss.transform(raw), source)]
+        return scores
+
+    def evaluate_for_model(which: Any, fevals: Any) -> list[tuple[str, str, float, bool]]:
+        """``env.model.eval_train / eval_valid / eval`` on the engine's current scores."""
+        if which is None or which is train_set:
+            return evaluate_set(train_name, None, None, fevals)
+        chosen = [e for e in eval_sets if e[1] is not None and (which == "valid" or e[1].source is which)]
+        if which != "valid" and not chosen:
+            raise ValueError("env.model.eval during smart_lgbm.train evaluates only the training set and the "
+                             "validation sets given to smart_lgbm.train")
+        return [score for name, binned, position in chosen for score in evaluate_set(name, binned, position, fevals)]
+
+    model = _lightgbm.CallbackModel(lambda: (len(run.trees), run.model_string()), run.reset_parameter,
+                                    evaluate_for_model, train_name, train_data.pandas_categorical)
     model.params = cfg.params
 
     callbacks_set = set()
@@ -270,6 +327,7 @@ def train(
 
     results: list = []
     best_iteration = 0
+    trees_after: list[int] = []  # number of trees in the model after each iteration
     try:
         for it in range(cfg.num_rounds):
             env_args = dict(model=model, params=cfg.params, iteration=it, begin_iteration=0,
@@ -277,20 +335,19 @@ def train(
             for cb in before:
                 cb(lgb_callback.CallbackEnv(**env_args, evaluation_result_list=None))
             record = run.step(it)
-            if record is None:
-                warnings.warn("Stopped training because there are no more leaves that meet the split requirements",
-                              stacklevel=2)
-                break
+            if record["num_trees"] == 0 and run.trees and it > 0:
+                if run.will_repeat():
+                    # Nothing random would change: every later iteration would be this one again.
+                    warnings.warn("Stopped training because there are no more leaves that meet the split "
+                                  "requirements", stacklevel=2)
+                    break
+                warnings.warn("an iteration's sample could not be split (no leaf meets the split requirements); "
+                              "no tree was added and training goes on with the next sample, as LightGBM's "
+                              "bagging does", stacklevel=2)
+            trees_after.append(len(run.trees))
             model.last_record = record
-            results = []
-            for name, binned, position in eval_sets:
-                raw = run.view(run.raw if position is None else run.valid_raw[position])
-                target = train_data.target if binned is None else binned.target
-                scores = [(name, m, v, h) for m, v, h in evaluator.evaluate(raw, target)]
-                if feval is not None:
-                    source = train_set if binned is None else binned.source
-                    scores += [(name, m, v, h) for m, v, h in _feval_results(feval, cfg.loss.transform(raw), source)]
-                results.extend(scores)
+            results = [score for name, binned, position in eval_sets
+                       for score in evaluate_set(name, binned, position, feval)]
             try:
                 for cb in after:
                     cb(lgb_callback.CallbackEnv(**env_args, evaluation_result_list=results))
@@ -298,10 +355,11 @@ def train(
                 best_iteration = exc.best_iteration + 1
                 results = exc.best_score
                 break
+        model_text = run.model_string(trees_after[best_iteration - 1] if best_iteration else None)
     finally:
         run.fitter.free()  # the C Booster's memory, also on early stopping and Ctrl-C
 
-    booster = lgb.Booster(model_str=run.model_string())
+    booster = lgb.Booster(model_str=model_text)
     booster.set_train_data_name(train_name)
     booster.best_iteration = best_iteration
     booster.best_score = defaultdict(OrderedDict)

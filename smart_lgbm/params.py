@@ -28,7 +28,7 @@ _OBJECTIVE_NAMES = {"binary": "binary", "multiclass": "multiclass", "softmax": "
                     "lambdarank": "lambdarank", **{n: "regression" for n in _REGRESSION_NAMES}}
 
 # Parameters the engine handles itself; they never reach the tree-fitting Booster.
-_ENGINE_ONLY = {
+ENGINE_ONLY = {
     "objective", "metric", "num_iterations", "early_stopping_round", "early_stopping_min_delta",
     "first_metric_only", "boost_from_average", "sigmoid", "label_gain", "lambdarank_truncation_level",
     "lambdarank_norm", "num_class", "eval_at", "is_unbalance", "scale_pos_weight", "seed",
@@ -36,6 +36,13 @@ _ENGINE_ONLY = {
     "data_random_seed", "verbosity", "metric_freq", "is_provide_training_metric", "output_model",
     "input_model", "snapshot_freq", "multi_error_top_k",
 }
+
+
+#: Engine parameters that define the loss or the metrics: a run cannot change them midway.
+LOSS_AND_METRIC_PARAMS = (
+    "objective", "metric", "boost_from_average", "sigmoid", "label_gain", "lambdarank_truncation_level",
+    "lambdarank_norm", "num_class", "eval_at", "is_unbalance", "scale_pos_weight", "multi_error_top_k",
+)
 
 
 def canonicalize(params: dict[str, Any] | None) -> dict[str, Any]:
@@ -226,6 +233,13 @@ class EngineConfig:
                 or any(_flag(p.get(k, False)) for k in ("extra_trees", "use_quantized_grad")))
 
 
+def check_seed(seed: Any) -> int:
+    """``seed`` as an int; ValueError unless it is a non-negative integer."""
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    return int(seed)
+
+
 def make_config(params: dict[str, Any] | None, num_boost_round: int) -> EngineConfig:
     """Validate ``params`` and derive the engine's configuration."""
     p = canonicalize(params)
@@ -236,11 +250,9 @@ def make_config(params: dict[str, Any] | None, num_boost_round: int) -> EngineCo
     if isinstance(num_boost_round, bool) or not isinstance(num_boost_round, (int, np.integer)) or num_boost_round < 1:
         raise ValueError(f"num_boost_round must be a positive integer, got {num_boost_round!r}")
     loss = resolve_loss(p)
-    seed = p.get("seed", 0)
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    seed = check_seed(p.get("seed", 0))
     es = p.get("early_stopping_round")
-    tree_params = {k: v for k, v in p.items() if k not in _ENGINE_ONLY}
+    tree_params = {k: v for k, v in p.items() if k not in ENGINE_ONLY}
     tree_params.update(objective="custom", metric="None", verbosity=-1, num_class=loss.num_model_per_iteration)
     if not any(_flag(p.get(k, False)) for k in ("force_col_wise", "force_row_wise")):
         # Stock LightGBM times both histogram layouts whenever a Booster's training data

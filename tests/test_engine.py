@@ -370,3 +370,103 @@ def test_broken_user_sampler_is_named(a9a_small):
 
     with pytest.raises(ValueError, match="Bad.*sorted"):
         sl.train({**BASE, "objective": "binary"}, lgb.Dataset(X, y), 2, sampler=Bad())
+
+
+# ------------------------------------------------------------------ robustness (issue #12)
+
+
+def _noisy_binary(n=3000, f=10, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, f))
+    return X, (X[:, 0] + rng.normal(size=n) > 0).astype(float)
+
+
+def test_unsplittable_sample_skips_the_iteration_like_stock_bagging():
+    # min_data_in_leaf = 148 on ~300 sampled rows: many samples cannot split; stock bagging
+    # adds no tree for those and goes on, and so must the engine.
+    X, y = _noisy_binary()
+    params = {"objective": "binary", "verbosity": -1, "min_data_in_leaf": 148, "seed": 0}
+    res, rec = {}, {}
+    with pytest.warns(UserWarning, match="could not be split"):
+        ours = sl.train(params, lgb.Dataset(X, y), 100, sampler=sl.Uniform(rate=0.1), valid_sets=[lgb.Dataset(X, y)],
+                        callbacks=[lgb.record_evaluation(res), sl.record_sampling(rec)])
+    stock = lgb.train({**params, "bagging_fraction": 0.1, "bagging_freq": 1}, lgb.Dataset(X, y), 100)
+    assert len(res["valid_0"]["binary_logloss"]) == 100 and len(rec["num_sampled"]) == 100
+    assert 30 < ours.num_trees() < 100 and 30 < stock.num_trees() < 100
+    # the trees that were added still predict the tracked scores
+    assert ours.dump_model()["tree_info"][-1]["num_leaves"] > 1
+
+
+def test_unsplittable_first_iteration_is_still_evaluated():
+    # The constant first model is evaluated and shown to the callbacks; a deterministic run
+    # then stops, since every later iteration would repeat it.
+    X, y = _noisy_binary(500, 3)
+    params = {"objective": "binary", "verbosity": -1, "min_data_in_leaf": 5000}
+    ours_res, stock_res = {}, {}
+    with pytest.warns(UserWarning, match="no more leaves"):
+        ours = sl.train(params, lgb.Dataset(X, y), 5, valid_sets=[lgb.Dataset(X, y)],
+                        callbacks=[lgb.record_evaluation(ours_res)])
+    stock = lgb.train(params, lgb.Dataset(X, y), 5, valid_sets=[lgb.Dataset(X, y)],
+                      callbacks=[lgb.record_evaluation(stock_res)])
+    assert ours.num_trees() == stock.num_trees() == 1
+    assert ours_res["valid_0"]["binary_logloss"] == pytest.approx(stock_res["valid_0"]["binary_logloss"][:1], abs=1e-12)
+
+
+def test_callback_model_reads_the_trees_so_far(a9a_small):
+    # env.model methods crashed the interpreter (a Booster without a C handle); they must
+    # agree with the final model's first iterations.
+    (X, y), (Xt, yt) = a9a_small
+    seen = []
+
+    def cb(env):
+        m = env.model
+        seen.append((m.num_trees(), m.current_iteration(), m.predict(Xt, raw_score=True), m.model_to_string(),
+                     m.feature_importance(), m.num_feature(), m.eval_valid(), m.eval_train()))
+
+    final = sl.train({**BASE, "objective": "binary"}, lgb.Dataset(X, y), 4, sampler=sl.FirstOrder(rate=0.3),
+                     valid_sets=[lgb.Dataset(Xt, yt)], callbacks=[cb])
+    for i, (trees, current, pred, text, importance, num_feature, valid, train) in enumerate(seen):
+        assert trees == current == i + 1 and num_feature == X.shape[1]
+        np.testing.assert_array_equal(pred, final.predict(Xt, raw_score=True, num_iteration=i + 1))
+        assert lgb.Booster(model_str=text).num_trees() == i + 1
+        assert valid[0][:2] == ("valid_0", "binary_logloss") and train[0][0] == "training"
+    np.testing.assert_array_equal(importance, final.feature_importance())
+    with pytest.raises(lgb.basic.LightGBMError, match="read-only"):
+        sl.train({**BASE, "objective": "binary"}, lgb.Dataset(X, y), 2, callbacks=[lambda env: env.model.update()])
+
+
+def test_early_stopping_keeps_the_best_iteration_like_stock():
+    X, y = _noisy_binary(2000, 5)
+    Xv, yv = _noisy_binary(500, 5, seed=1)
+    params = {"objective": "binary", "verbosity": -1, "learning_rate": 0.5, "num_leaves": 63, "min_data_in_leaf": 5}
+    kwargs = dict(valid_sets=[lgb.Dataset(Xv, yv)], callbacks=[lgb.early_stopping(5, verbose=False)])
+    ours = sl.train(params, lgb.Dataset(X, y), 100, **kwargs)
+    stock = lgb.train(params, lgb.Dataset(X, y), 100, **kwargs)
+    assert ours.best_iteration == stock.best_iteration < 50
+    assert ours.num_trees() == stock.num_trees() == ours.current_iteration() == stock.best_iteration
+    np.testing.assert_allclose(ours.predict(Xv, raw_score=True), stock.predict(Xv, raw_score=True), atol=1e-9)
+    fit = dict(eval_set=[(Xv, yv)], callbacks=[lgb.early_stopping(5, verbose=False)])
+    smart = sl.SmartClassifier(learning_rate=0.5, num_leaves=63, min_child_samples=5, verbose=-1).fit(X, y, **fit)
+    plain = lgb.LGBMClassifier(learning_rate=0.5, num_leaves=63, min_child_samples=5, verbose=-1).fit(X, y, **fit)
+    assert smart.n_iter_ == plain.n_iter_ and smart.best_iteration_ == plain.best_iteration_
+
+
+@pytest.mark.parametrize("change", [{"lambda_l2": 50.0}, {"num_leaves": 3}, {"min_data_in_leaf": 400},
+                                    {"feature_fraction": 0.3}])
+def test_reset_parameter_changes_tree_parameters_not_given_at_start(a9a_small, change):
+    (X, y), _ = a9a_small
+    params = {**BASE, "objective": "binary"}
+    key, value = next(iter(change.items()))
+    sched = sl.train(params, lgb.Dataset(X, y), 3, sampler=sl.FirstOrder(rate=0.5),
+                     callbacks=[lgb.reset_parameter(**{key: lambda i: value})])
+    direct = sl.train({**params, **change}, lgb.Dataset(X, y), 3, sampler=sl.FirstOrder(rate=0.5))
+    assert sched.dump_model()["tree_info"] == direct.dump_model()["tree_info"]
+
+
+@pytest.mark.parametrize("change", [{"objective": "regression"}, {"metric": "auc"}, {"sigmoid": 2.0}])
+def test_reset_parameter_refuses_loss_and_metric_changes_clearly(a9a_small, change):
+    (X, y), _ = a9a_small
+    key = next(iter(change))
+    with pytest.raises(ValueError, match=f"reset_parameter cannot change {key}"):
+        sl.train({**BASE, "objective": "binary"}, lgb.Dataset(X, y), 3,
+                 callbacks=[lgb.reset_parameter(**{key: lambda i: change[key]})])

@@ -157,14 +157,24 @@ def test_one_iteration_bias_is_folded_into_trees_and_outputs(data):
     fitter.free()
 
 
-def test_one_iteration_booster_stops_after_a_finished_iteration(data):
+def test_one_iteration_booster_starts_clean_after_a_finished_iteration(data):
+    # LightGBM keeps the constant trees of an iteration that cannot split and does not count
+    # it, so RollbackOneIter cannot remove them: the fitter must replace its C Booster.
     X, y = data
     ds, handle, fitter = _fitter(X, y)
     zeros = np.zeros(len(y), dtype=np.float32)
     fitted = fitter.fit(handle, zeros, zeros, [(handle, len(y), None)])  # zero hessians: no split
     assert fitted.finished and fitted.outputs == [] and len(fitted.texts) == 1
-    with pytest.raises(RuntimeError, match="finished or freed"):
-        fitter.fit(handle, zeros, zeros, [])
+    g = (0.5 - y).astype(np.float32)
+    h = np.ones(len(y), dtype=np.float32)
+    after = fitter.fit(handle, g, h, [(handle, len(y), None)])
+    ds2, handle2, fresh_fitter = _fitter(X, y)
+    fresh = fresh_fitter.fit(handle2, g, h, [(handle2, len(y), None)])
+    assert not after.finished and after.texts == fresh.texts
+    # the model text of the next iteration holds that one tree only, no constant tree before it
+    assert L.split_model_string(after.model)[1] == after.texts
+    fitter.free()
+    fresh_fitter.free()
 
 
 def test_subset_keeps_bin_mappers_and_clear_field(data):
@@ -179,10 +189,28 @@ def test_subset_keeps_bin_mappers_and_clear_field(data):
     copy.free()
 
 
-def test_callback_model_is_a_booster_without_handle():
-    calls = []
-    model = L.CallbackModel(calls.append, "train")
+def test_callback_model_is_a_booster_of_the_trees_so_far(data):
+    X, y = data
+    stock = lgb.train({"objective": "binary", "verbosity": -1, "num_leaves": 7}, lgb.Dataset(X, y), 3)
+    text = stock.model_to_string()
+    calls, evaluated = [], []
+    model = L.CallbackModel(lambda: (3, text), calls.append, lambda which, feval: evaluated.append(which) or [],
+                            "train")
     assert isinstance(model, lgb.Booster)
     model.reset_parameter({"learning_rate": 0.05})
     assert calls == [{"learning_rate": 0.05}]
-    del model  # must not try to free a C handle
+    # read methods work on a Booster built from the trees so far (they crashed on a handle-less one)
+    assert model.num_trees() == 3 and model.current_iteration() == 3 and model.num_feature() == X.shape[1]
+    np.testing.assert_array_equal(model.predict(X, raw_score=True), stock.predict(X, raw_score=True))
+    assert model.model_to_string() == text
+    np.testing.assert_array_equal(model.feature_importance(), stock.feature_importance())
+    model.eval_valid()
+    model.eval_train()
+    assert evaluated == ["valid", None]
+    with pytest.raises(lgb.basic.LightGBMError, match="read-only view"):
+        model.update()
+    import pickle
+
+    restored = pickle.loads(pickle.dumps(model))
+    assert type(restored) is lgb.Booster and restored.model_to_string() == text
+    del model  # must not free a handle it does not own

@@ -126,10 +126,15 @@ class Sampler(ABC):
         How many past full-data gradient vectors :attr:`GradientHistory.gradients` must hold.
     needs_leaves : bool
         Whether :attr:`GradientHistory.leaves` must be filled after every tree.
+    deterministic : bool
+        True when the sample depends only on the state, never on ``rng``: the engine then
+        stops once an iteration cannot split (every later one would repeat it) instead of
+        going on with the next sample.
     """
 
     history_length: int = 0
     needs_leaves: bool = False
+    deterministic: bool = False
 
     @abstractmethod
     def sample(self, state: SamplingState, rng: np.random.Generator) -> Sample:

@@ -10,6 +10,8 @@ from .base import Sample, Sampler, SamplingState, bernoulli_draw, check_rate, ro
 class Full(Sampler):
     """Every row, plain gradients: ordinary gradient boosting through the engine."""
 
+    deterministic = True
+
     def sample(self, state: SamplingState, rng: np.random.Generator) -> Sample:
         indices = np.arange(state.num_rows, dtype=np.int32)
         return Sample(indices, state.grad, state.hess, probabilities=None)
@@ -52,6 +54,8 @@ class WeightTrimming(Sampler):
     alpha : float in [0, 1), default=0.1
         Fraction of the total weight that may be trimmed.
     """
+
+    deterministic = True
 
     def __init__(self, alpha: float = 0.1) -> None:
         if isinstance(alpha, bool) or not isinstance(alpha, (int, float, np.floating)):
