@@ -336,6 +336,17 @@ class OneIterationBooster:
             _check(_LIB.LGBM_BoosterResetParameter(self.handle, _c_str(params)))
             self._params = params
 
+    def parameters_section(self, params: str) -> str:
+        """The ``parameters:`` section LightGBM writes for a Booster created with ``params``
+        (a throw-away Booster on the one-row Dataset: no parameter of the run is touched, and
+        LightGBM derives the seeds it shows exactly as for a Booster created with them)."""
+        handle = ctypes.c_void_p()
+        _check(_LIB.LGBM_BoosterCreate(self._parked.handle, _c_str(params), ctypes.byref(handle)))
+        try:
+            return split_model_string(self._buffer.model_string(handle))[2]
+        finally:
+            _check(_LIB.LGBM_BoosterFree(handle))
+
     def _point_at(self, dataset: ctypes.c_void_p) -> None:
         # LightGBM ignores a reset to the Dataset it already trains on (and then keeps
         # its scores); park on the one-row set first so the scores are recomputed.
@@ -504,6 +515,11 @@ def fold_bias(tree_text: str, bias: float) -> tuple[str, np.ndarray]:
     return "\n".join(lines), new_leaf_values
 
 
+def set_parameter_line(parameters: str, key: str, value: str) -> str:
+    """A ``parameters:`` section with the line ``[key: ...]`` set to ``value``."""
+    return re.sub(rf"^\[{re.escape(key)}: [^\]]*\]$", f"[{key}: {value}]", parameters, count=1, flags=re.MULTILINE)
+
+
 def assemble_model_string(
     header: str,
     trees: list[str],
@@ -511,13 +527,15 @@ def assemble_model_string(
     parameters: str,
     num_class: int,
     pandas_categorical: list | None,
+    metric: list[str] | None = None,
 ) -> str:
     """One LightGBM model string from a header and the engine's tree bodies.
 
     The header of a custom-objective Booster carries no ``objective=`` line; the stock
     objective's line is inserted so that ``predict`` applies the same transformation as
     for a model stock LightGBM trained.  ``tree_sizes`` is recomputed for the renumbered
-    trees, and the ``parameters`` section gets the stock objective too.
+    trees, and the ``parameters`` section gets the stock objective too (and ``metric``, the
+    run's metric names, if given).
     """
     lines = [line for line in header.rstrip("\n").split("\n") if not line.startswith("objective=")]
     out_header = []
@@ -532,8 +550,9 @@ def assemble_model_string(
     chunks = [f"Tree={i}\n{body}" for i, body in enumerate(trees)]
     sizes = " ".join(str(len(c.encode("utf-8"))) for c in chunks)
     if objective_line:
-        parameters = re.sub(r"^\[objective: [^\]]*\]$", f"[objective: {objective_line.split(' ')[0]}]",
-                            parameters, flags=re.MULTILINE)
+        parameters = set_parameter_line(parameters, "objective", objective_line.split(" ")[0])
+    if metric is not None:
+        parameters = set_parameter_line(parameters, "metric", ",".join(metric))
     text = "\n".join(out_header) + f"\ntree_sizes={sizes}\n\n" + "".join(chunks) + "end of trees\n"
     if parameters:
         text += "\n" + parameters

@@ -30,7 +30,7 @@ from lightgbm import callback as lgb_callback
 from . import _lightgbm
 from .binned import BinnedSet, prepare_train, prepare_valid
 from .losses.base import check_finite
-from .metrics import Evaluator
+from .metrics import ALIASES, Evaluator
 from .params import (
     ENGINE_ONLY,
     LOSS_AND_METRIC_PARAMS,
@@ -63,10 +63,17 @@ def class_major_float32(values: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(values.T, dtype=np.float32).reshape(-1)
 
 
-def check_sample(sample: Sample, n: int, k: int, sampler: Sampler) -> None:
+def check_sample(sample: Any, n: int, k: int, sampler: Sampler) -> None:
     """Refuse a malformed sample early, naming the sampler (user samplers included)."""
+    if not isinstance(sample, Sample):
+        raise TypeError(f"{sampler!r}.sample() returned {type(sample).__name__}; expected a smart_lgbm.Sample")
     idx = sample.indices
-    m = idx.shape[0] if isinstance(idx, np.ndarray) and idx.ndim == 1 else -1
+    if not isinstance(idx, np.ndarray):
+        raise TypeError(f"{sampler!r} returned indices of type {type(idx).__name__}; expected a 1-D numpy array of "
+                        "int32 row indices")
+    if idx.ndim != 1:
+        raise ValueError(f"{sampler!r} returned indices of shape {idx.shape}; expected a 1-D array of row indices")
+    m = idx.shape[0]
     if m < 1:
         raise ValueError(f"{sampler!r} returned no rows; a sample needs at least one row")
     if idx.dtype != np.int32:
@@ -74,10 +81,15 @@ def check_sample(sample: Sample, n: int, k: int, sampler: Sampler) -> None:
     if idx[0] < 0 or idx[-1] >= n or (m > 1 and np.any(idx[1:] <= idx[:-1])):
         raise ValueError(f"{sampler!r} returned indices that are not sorted, unique and in [0, {n})")
     shape = (m,) if k == 1 else (m, k)
-    if sample.grad.shape != shape or sample.hess.shape != shape:
-        raise ValueError(f"{sampler!r} returned grad/hess of shapes {sample.grad.shape}/{sample.hess.shape}; expected {shape}")
-    check_finite(f"gradients from {sampler!r}", sample.grad)
-    check_finite(f"hessians from {sampler!r}", sample.hess)
+    for name in ("grad", "hess"):
+        values = getattr(sample, name)
+        if not isinstance(values, np.ndarray) or not np.issubdtype(values.dtype, np.floating):
+            raise TypeError(f"{sampler!r} returned {name} of type {type(values).__name__}"
+                            f"{'' if not isinstance(values, np.ndarray) else ' ' + str(values.dtype)}; "
+                            f"expected a float numpy array of shape {shape}")
+        if values.shape != shape:
+            raise ValueError(f"{sampler!r} returned {name} of shape {values.shape}; expected {shape}")
+        check_finite(f"{'gradients' if name == 'grad' else 'hessians'} from {sampler!r}", values)
 
 
 class _Run:
@@ -92,6 +104,7 @@ class _Run:
         self.k = self.loss.num_model_per_iteration
         self.history = GradientHistory(maxlen=sampler.history_length)
         self.trees: list[str] = []
+        self.metric_names = [ALIASES.get(m.lower(), m.lower()) for m in cfg.metrics]
         self.subset_params = _lightgbm.params_to_str(
             {k: v for k, v in cfg.tree_params.items() if k in ("num_threads", "verbosity")}
         )
@@ -203,11 +216,11 @@ class _Run:
         return (getattr(self.sampler, "deterministic", False) and not self.params_changed
                 and not self.cfg.trees_draw_random_numbers())
 
-    def model_string(self, num_trees: int | None = None) -> str:
+    def model_string(self, num_trees: int | None = None, parameters: str | None = None) -> str:
         """The stock model of the trees so far (the first ``num_trees`` of them if given)."""
         return _lightgbm.assemble_model_string(
-            self.fitter.header, self.trees[:num_trees], self.loss.model_objective_line(), self.fitter.parameters,
-            self.k, self.train.pandas_categorical,
+            self.fitter.header, self.trees[:num_trees], self.loss.model_objective_line(),
+            parameters or self.fitter.parameters, self.k, self.train.pandas_categorical, metric=self.metric_names,
         )
 
 
@@ -355,7 +368,9 @@ def train(
                 best_iteration = exc.best_iteration + 1
                 results = exc.best_score
                 break
-        model_text = run.model_string(trees_after[best_iteration - 1] if best_iteration else None)
+        parameters = _lightgbm.set_parameter_line(run.fitter.parameters_section(cfg.model_params()), "verbosity",
+                                                  str(cfg.verbosity))
+        model_text = run.model_string(trees_after[best_iteration - 1] if best_iteration else None, parameters)
     finally:
         run.fitter.free()  # the C Booster's memory, also on early stopping and Ctrl-C
 

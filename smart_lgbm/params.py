@@ -222,6 +222,23 @@ class EngineConfig:
         state = np.random.SeedSequence([self.seed, iteration, 0x5EED]).generate_state(1)[0]
         return _lightgbm.params_to_str({**self.tree_params, "seed": int(state % (2**31 - 1))})
 
+    def model_params(self) -> str:
+        """Parameter string whose LightGBM configuration the saved model's ``parameters:``
+        section shows: the run's parameters as ``lightgbm.train`` would have been given them
+        (the user's seed, not the per-iteration ones; ``num_iterations``; the objective's
+        parameters), except ``objective`` (still ``custom``) and ``metric``, which the
+        tree-fitting Booster cannot change (:func:`smart_lgbm._lightgbm.assemble_model_string`
+        writes them)."""
+        params = {k: v for k, v in self.tree_params.items() if k != "metric"}  # verbosity stays -1: quiet
+        if "force_col_wise" not in self.params:  # the engine's own choice, not the user's
+            params["force_col_wise"] = False
+        params.update({k: v for k, v in self.params.items()
+                       if k in LOSS_AND_METRIC_PARAMS and k not in ("objective", "metric")})
+        if "seed" in self.params:
+            params["seed"] = self.seed
+        params["num_iterations"] = self.num_rounds
+        return _lightgbm.params_to_str(params)
+
     def trees_draw_random_numbers(self) -> bool:
         """Whether LightGBM's tree learner uses its seed with the current ``tree_params``.
 

@@ -470,3 +470,45 @@ def test_reset_parameter_refuses_loss_and_metric_changes_clearly(a9a_small, chan
     with pytest.raises(ValueError, match=f"reset_parameter cannot change {key}"):
         sl.train({**BASE, "objective": "binary"}, lgb.Dataset(X, y), 3,
                  callbacks=[lgb.reset_parameter(**{key: lambda i: change[key]})])
+
+
+@pytest.mark.parametrize("make, error, match", [
+    (lambda idx, g, h: sl.Sample(list(idx), g, h), TypeError, "indices of type list"),
+    (lambda idx, g, h: sl.Sample(idx.reshape(-1, 1), g, h), ValueError, r"indices of shape \(\d+, 1\)"),
+    (lambda idx, g, h: sl.Sample(idx, None, h), TypeError, "grad of type NoneType"),
+    (lambda idx, g, h: sl.Sample(idx, tuple(g), h), TypeError, "grad of type tuple"),
+    (lambda idx, g, h: sl.Sample(idx, g, list(h)), TypeError, "hess of type list"),
+    (lambda idx, g, h: sl.Sample(idx, g.astype(np.int64), h), TypeError, "grad of type ndarray int64"),
+    (lambda idx, g, h: sl.Sample(idx, g[:-1], h), ValueError, "grad of shape"),
+    (lambda idx, g, h: (idx, g, h), TypeError, "returned tuple; expected a smart_lgbm.Sample"),
+])
+def test_malformed_user_samples_are_named(a9a_small, make, error, match):
+    (X, y), _ = a9a_small
+
+    class Bad(Sampler):
+        def sample(self, state, rng):
+            idx = np.arange(0, state.num_rows, 2, dtype=np.int32)
+            return make(idx, state.grad[idx], state.hess[idx])
+
+    with pytest.raises(error, match="Bad.*" + match):
+        sl.train({**BASE, "objective": "binary"}, lgb.Dataset(X, y), 2, sampler=Bad())
+
+
+@pytest.mark.parametrize("params, group", [
+    ({"objective": "binary", "seed": 7, "metric": ["auc", "binary_logloss"], "sigmoid": 2.0, "feature_fraction": 0.8},
+     None),
+    ({"objective": "multiclass", "num_class": 3, "metric": "multi_error", "multi_error_top_k": 2}, None),
+    ({"objective": "lambdarank", "eval_at": [3, 5], "lambdarank_truncation_level": 10}, [500] * 4),
+])
+def test_saved_parameters_section_equals_stock(params, group):
+    # The model file's parameters: num_iterations, seed (and the seeds derived from it), metric
+    # and the objective's parameters as stock LightGBM writes them.
+    from smart_lgbm._lightgbm import split_model_string
+
+    X, y = _noisy_binary(2000, 5)
+    if params["objective"] != "binary":
+        y = np.digitize(X[:, 0], [-0.5, 0.5]).astype(float)
+    params = {**params, "verbosity": -1, "num_leaves": 7}
+    ours = sl.train(params, lgb.Dataset(X, y, group=group), 5).model_to_string()
+    stock = lgb.train(params, lgb.Dataset(X, y, group=group), 5).model_to_string()
+    assert split_model_string(ours)[2] == split_model_string(stock)[2]

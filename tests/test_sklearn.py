@@ -206,7 +206,10 @@ def test_early_stopping_callback_and_param_match_lgbm(a9a_rows):
         assert 0 < smart.best_iteration_ == stock.best_iteration_ < 300
         assert smart.best_score_["valid_0"]["binary_logloss"] == pytest.approx(
             stock.best_score_["valid_0"]["binary_logloss"], rel=1e-9)
-        assert len(smart.sampling_record_["num_sampled"]) == smart.n_estimators_
+        # the model keeps the best iteration's trees, as LightGBM's does; the record covers every
+        # iteration trained (the best one plus the patience)
+        assert smart.n_estimators_ == stock.n_estimators_ == smart.best_iteration_
+        assert len(smart.sampling_record_["num_sampled"]) == smart.best_iteration_ + 3
         results.append(smart.best_iteration_)
     assert results[0] == results[1]
 
