@@ -64,15 +64,15 @@ def _next_node(x, nd, threshold, flags, left, right, cat_start, cat_len, cat_bit
 
 
 @njit(cache=True, inline="always")
-def _walk_block(values, r0, m, zero_tiny, o0, column, threshold, flags, left, right, cat_start,
-                cat_len, cat_bits, node_value, node_leaf, roots, depths, node, out, leaves,
-                want_leaves):
+def _walk_block(values, r0, m, zero_tiny, o0, column, forest, node, out, leaves, want_leaves):
     """Walk rows ``r0 .. r0 + m - 1`` of ``values`` down every tree; add to ``out[o0 + j]``.
 
     ``values[r, column[nd]]`` is the value node ``nd`` tests for row ``r``;
     ``zero_tiny`` reads ``|x| <= kZeroThreshold`` as 0 (LightGBM's dense and CSC row
-    functions drop those values; its CSR row function keeps them).
+    functions drop those values; its CSR row function keeps them).  ``forest`` is the
+    tuple of node arrays :attr:`smart_lgbm.walk.Forest.kernel_arrays` gives.
     """
+    threshold, flags, left, right, cat_start, cat_len, cat_bits, node_value, node_leaf, roots, depths = forest
     for k in range(roots.shape[0]):
         root = roots[k]
         for j in range(m):
@@ -99,8 +99,7 @@ def _chunk_bounds(c, nchunks, nblocks):
 
 
 @njit(parallel=True, cache=True)
-def walk_dense(X, block, chunks, column, threshold, flags, left, right, cat_start, cat_len, cat_bits,
-               node_value, node_leaf, roots, depths, out, leaves, want_leaves):
+def walk_dense(X, block, chunks, column, forest, out, leaves, want_leaves):
     """Dense rows, any memory layout: ``x = (double) X[i, f]``, ``|x| <= kZeroThreshold``
     read as 0 (``RowPairFunctionFromDenseMatric``)."""
     n = X.shape[0]
@@ -111,48 +110,21 @@ def walk_dense(X, block, chunks, column, threshold, flags, left, right, cat_star
         node = np.empty(block, dtype=np.int32)
         for b in range(b0, b1):
             start = b * block
-            m = min(block, n - start)
-            _walk_block(X, start, m, True, start, column, threshold, flags, left, right, cat_start,
-                        cat_len, cat_bits, node_value, node_leaf, roots, depths, node, out, leaves,
+            _walk_block(X, start, min(block, n - start), True, start, column, forest, node, out, leaves,
                         want_leaves)
 
 
-@njit(parallel=True, cache=True)
-def walk_csr(indptr, indices, data, slot_of_feature, num_slots, block, chunks, column, threshold, flags,
-             left, right, cat_start, cat_len, cat_bits, node_value, node_leaf, roots, depths, out,
-             leaves, want_leaves):
+@njit(cache=True, inline="always")
+def _scatter_csr(indptr, indices, data, slot_of_feature, start, m, buf, clear):
     """CSR rows (``RowFunctionFromCSR`` + ``CopyToPredictBuffer``): each row's stored
     entries are written in storage order into a zeroed buffer, so with duplicate column
     indices the last one wins, unsorted indices do not matter, explicit zeros read 0 and
-    tiny values are kept as they are.
-
-    Only the forest's split features are buffered: ``slot_of_feature[f]`` is feature
-    ``f``'s column in the block buffer (-1: not used by any split), ``column`` holds each
-    node's slot.
-    """
-    n = indptr.shape[0] - 1
-    nblocks = (n + block - 1) // block
-    nchunks = min(nblocks, chunks)
-    for c in prange(nchunks):
-        b0, b1 = _chunk_bounds(c, nchunks, nblocks)
-        node = np.empty(block, dtype=np.int32)
-        buf = np.zeros((block, max(num_slots, 1)), dtype=np.float64)
-        for b in range(b0, b1):
-            start = b * block
-            m = min(block, n - start)
-            for j in range(m):
-                for p in range(indptr[start + j], indptr[start + j + 1]):
-                    s = slot_of_feature[indices[p]]
-                    if s >= 0:
-                        buf[j, s] = data[p]
-            _walk_block(buf, 0, m, False, start, column, threshold, flags, left, right, cat_start,
-                        cat_len, cat_bits, node_value, node_leaf, roots, depths, node, out, leaves,
-                        want_leaves)
-            for j in range(m):  # back to zeros, touching only what was written
-                for p in range(indptr[start + j], indptr[start + j + 1]):
-                    s = slot_of_feature[indices[p]]
-                    if s >= 0:
-                        buf[j, s] = 0.0
+    tiny values are kept as they are.  ``clear`` zeroes the same cells again."""
+    for j in range(m):
+        for p in range(indptr[start + j], indptr[start + j + 1]):
+            s = slot_of_feature[indices[p]]
+            if s >= 0:
+                buf[j, s] = 0.0 if clear else data[p]
 
 
 @njit(cache=True, inline="always")
@@ -167,12 +139,9 @@ def _lower_bound(a, lo, hi, value):
     return lo
 
 
-@njit(parallel=True, cache=True)
-def walk_csc(n, indptr, search, indices, data, slot_features, block, chunks, column, threshold, flags,
-             left, right, cat_start, cat_len, cat_bits, node_value, node_leaf, roots, depths, out,
-             leaves, want_leaves):
-    """CSC rows as LightGBM's ``CSC_RowIterator::Get`` reads them, ``|x| <=
-    kZeroThreshold`` read as 0.
+@njit(cache=True, inline="always")
+def _gather_csc(indptr, search, indices, data, slot_features, start, m, buf):
+    """CSC rows as LightGBM's ``CSC_RowIterator::Get`` reads them.
 
     That iterator walks a column forward while its row index is below the wanted row, so
     row ``i`` gets the entry at the first position whose running maximum of row indices
@@ -180,26 +149,41 @@ def walk_csc(n, indptr, search, indices, data, slot_features, block, chunks, col
     columns the first of duplicate entries, with unsorted ones only entries that exceed
     every earlier row index of their column.  ``search`` is that running maximum (the
     indices themselves when every column is sorted), so a binary search finds the
-    position.  Per block, each split feature's column is read into a buffer once.
+    position for the block's first row; the following rows continue forward from it.
     """
-    num_slots = slot_features.shape[0]
+    for s in range(slot_features.shape[0]):
+        f = slot_features[s]
+        hi = indptr[f + 1]
+        p = _lower_bound(search, indptr[f], hi, start)
+        for j in range(m):
+            while p < hi and search[p] < start + j:
+                p += 1
+            buf[j, s] = data[p] if p < hi and indices[p] == start + j else 0.0
+
+
+@njit(parallel=True, cache=True)
+def walk_sparse(is_csc, n, indptr, indices, data, search, slot_of_feature, slot_features, block, chunks,
+                column, forest, out, leaves, want_leaves):
+    """CSR or CSC rows, gathered per block into a buffer of the split features' values.
+
+    ``slot_features`` are the features the forest splits on, ``slot_of_feature[f]`` the
+    buffer column of feature ``f`` (-1: not used; CSR only), ``column`` each node's buffer
+    column.  CSC values with ``|x| <= kZeroThreshold`` read 0 (``LGBM_BoosterPredictForCSC``
+    drops them), CSR values are kept (see :func:`_scatter_csr`, :func:`_gather_csc`).
+    """
     nblocks = (n + block - 1) // block
     nchunks = min(nblocks, chunks)
     for c in prange(nchunks):
         b0, b1 = _chunk_bounds(c, nchunks, nblocks)
         node = np.empty(block, dtype=np.int32)
-        buf = np.zeros((block, max(num_slots, 1)), dtype=np.float64)
+        buf = np.zeros((block, max(slot_features.shape[0], 1)), dtype=np.float64)
         for b in range(b0, b1):
             start = b * block
             m = min(block, n - start)
-            for s in range(num_slots):
-                f = slot_features[s]
-                hi = indptr[f + 1]
-                p = _lower_bound(search, indptr[f], hi, start)
-                for j in range(m):
-                    while p < hi and search[p] < start + j:
-                        p += 1
-                    buf[j, s] = data[p] if p < hi and indices[p] == start + j else 0.0
-            _walk_block(buf, 0, m, True, start, column, threshold, flags, left, right, cat_start,
-                        cat_len, cat_bits, node_value, node_leaf, roots, depths, node, out, leaves,
-                        want_leaves)
+            if is_csc:
+                _gather_csc(indptr, search, indices, data, slot_features, start, m, buf)
+            else:
+                _scatter_csr(indptr, indices, data, slot_of_feature, start, m, buf, False)
+            _walk_block(buf, 0, m, is_csc, start, column, forest, node, out, leaves, want_leaves)
+            if not is_csc:  # back to zeros, touching only what was written
+                _scatter_csr(indptr, indices, data, slot_of_feature, start, m, buf, True)

@@ -156,6 +156,12 @@ class Forest:
         )
 
     @property
+    def kernel_arrays(self) -> tuple[np.ndarray, ...]:
+        """The node arrays the kernels take, as one tuple (see ``_walk_kernels._walk_block``)."""
+        return (self.threshold, self.flags, self.left, self.right, self.cat_start, self.cat_len, self.cat_bits,
+                self.node_value, self.node_leaf, self.roots, self.depths)
+
+    @property
     def max_feature(self) -> int:
         """The largest feature index split on (-1 when no tree splits)."""
         return int(self.used_features[-1]) if self.used_features.size else -1
@@ -284,20 +290,20 @@ def add_outputs(features: RawFeatures, forest: Forest, out: np.ndarray,
         leaves = np.empty((0, forest.num_trees), dtype=np.int32)
     if features.num_rows == 0:
         return
-    f = forest
     chunks = CHUNKS_PER_THREAD * numba.get_num_threads()
-    tail = (f.threshold, f.flags, f.left, f.right, f.cat_start, f.cat_len, f.cat_bits, f.node_value,
-            f.node_leaf, f.roots, f.depths, out, leaves, want_leaves)
+    arrays = forest.kernel_arrays
     if features.layout == "dense":
-        _k.walk_dense(features.dense, DENSE_BLOCK_ROWS, chunks, f.feature, *tail)
-    elif features.layout == "csr":
-        slot_of_feature = np.full(features.num_features, -1, dtype=np.int32)
-        slot_of_feature[f.used_features] = np.arange(f.used_features.size, dtype=np.int32)
-        _k.walk_csr(features.indptr, features.indices, features.values, slot_of_feature,
-                    f.used_features.size, CSR_BLOCK_ROWS, chunks, f.slot, *tail)
-    else:
-        _k.walk_csc(features.num_rows, features.indptr, features.search, features.indices,
-                    features.values, f.used_features, CSC_BLOCK_ROWS, chunks, f.slot, *tail)
+        _k.walk_dense(features.dense, DENSE_BLOCK_ROWS, chunks, forest.feature, arrays, out, leaves, want_leaves)
+        return
+    is_csc = features.layout == "csc"
+    # CSR rows are scattered into the buffer by feature: map every feature to its column
+    slot_of_feature = np.full(0 if is_csc else features.num_features, -1, dtype=np.int32)
+    if not is_csc:
+        slot_of_feature[forest.used_features] = np.arange(forest.used_features.size, dtype=np.int32)
+    _k.walk_sparse(is_csc, features.num_rows, features.indptr, features.indices, features.values,
+                   features.search if is_csc else features.indices, slot_of_feature, forest.used_features,
+                   CSC_BLOCK_ROWS if is_csc else CSR_BLOCK_ROWS, chunks, forest.slot, arrays, out, leaves,
+                   want_leaves)
 
 
 def _check_output(name: str, array: np.ndarray, dtype: type, shape: tuple[int, int]) -> None:

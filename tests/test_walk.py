@@ -239,6 +239,11 @@ def test_pandas_frame_of_one_float_dtype_is_read_by_reference():
     frame = pd.DataFrame(X)
     features = RawFeatures.from_data(frame)
     assert not features.is_copy and np.shares_memory(features.dense, frame.iloc[:, 0].to_numpy())
+    booster = _train(frame, X[:, 0] * X[:, 1], {"objective": "regression", "num_leaves": 8}, 4)
+    _walk_all(booster, frame)
+    read_only = X.copy()
+    read_only.flags.writeable = False
+    _walk_all(booster, read_only)
 
 
 # --------------------------------------------------------------------------- multiclass, one leaf
