@@ -295,11 +295,12 @@ def sparse_model():
     return booster, Xv
 
 
-def _scramble(matrix, rng, fmt):
+def _scramble(matrix, rng, fmt, shuffle=True):
     """The same matrix with shuffled indices, explicit zeros and duplicate entries added.
 
     Each duplicate gets a random value (so which entry the reader takes matters); each
-    explicit zero is a new entry with value 0 at a position that holds no entry.
+    explicit zero is a new entry with value 0 at a position that holds no entry.  With
+    ``shuffle=False`` the indices stay sorted, each duplicate right after its original.
     """
     matrix = matrix.tocoo()
     rows, cols, vals = matrix.row, matrix.col, matrix.data
@@ -310,15 +311,16 @@ def _scramble(matrix, rng, fmt):
     rows = np.concatenate([rows, extra_rows, free[:, 0]])
     cols = np.concatenate([cols, extra_cols, free[:, 1]])
     vals = np.concatenate([vals, extra_vals, np.zeros(len(free))])
-    order = rng.permutation(rows.size)
+    order = rng.permutation(rows.size) if shuffle else np.arange(rows.size)
     rows, cols, vals = rows[order], cols[order], vals[order]
     major, minor = (rows, cols) if fmt == "csr" else (cols, rows)
-    by_major = np.argsort(major, kind="stable")  # grouped by row (column), shuffled within
+    # grouped by row (column), shuffled or sorted within
+    by_major = np.argsort(major, kind="stable") if shuffle else np.lexsort((minor, major))
     nmajor = matrix.shape[0] if fmt == "csr" else matrix.shape[1]
     indptr = np.concatenate([[0], np.cumsum(np.bincount(major, minlength=nmajor))])
     cls = sp.csr_matrix if fmt == "csr" else sp.csc_matrix
     out = cls((vals[by_major], minor[by_major], indptr), shape=matrix.shape)
-    assert not out.has_sorted_indices or not out.has_canonical_format
+    assert not out.has_canonical_format and out.has_sorted_indices == (not shuffle)
     return out
 
 
@@ -329,9 +331,13 @@ def test_sparse_canonical_and_not(sparse_model, fmt):
     cls = sp.csr_matrix if fmt == "csr" else sp.csc_matrix
     canonical = cls(Xv)
     scrambled = _scramble(canonical, rng, fmt)
-    # the scrambled matrix reads differently from the canonical one: which duplicate wins matters
+    sorted_duplicates = _scramble(canonical, rng, fmt, shuffle=False)
+    # which duplicate wins matters: the first one (CSC) reads like the canonical matrix, the
+    # last one (CSR) does not
     assert not np.array_equal(booster.predict(scrambled, raw_score=True), booster.predict(canonical, raw_score=True))
-    for matrix in (canonical, scrambled, canonical.astype(np.float32)):
+    assert np.array_equal(booster.predict(sorted_duplicates, raw_score=True),
+                          booster.predict(canonical, raw_score=True)) == (fmt == "csc")
+    for matrix in (canonical, scrambled, sorted_duplicates, canonical.astype(np.float32)):
         _walk_all(booster, matrix)
     for index_dtype in (np.int64, np.int16):
         wide = cls((scrambled.data, scrambled.indices.astype(index_dtype), scrambled.indptr.astype(np.int64)),
