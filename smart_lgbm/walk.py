@@ -43,9 +43,9 @@ from . import _walk_kernels as _k
 from .rawdata import RawFeatures
 
 #: Rows per lockstep block.  Dense: 32-64 were best in the lead's prototype on 2M x 28
-#: float32 (a block's rows stay in L1 while the block descends).  CSR: the same; the
-#: buffer is ``rows x split features`` doubles.  CSC: larger blocks spread each column's
-#: binary search over more rows.
+#: float32 (a block's rows stay in L1 while the block descends).  The sparse sizes are
+#: untuned starting points: CSR's buffer is ``rows x split features`` doubles; for CSC a
+#: larger block spreads each column's binary search over more rows.
 DENSE_BLOCK_ROWS = 32
 CSR_BLOCK_ROWS = 32
 CSC_BLOCK_ROWS = 128
