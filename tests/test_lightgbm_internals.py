@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import lightgbm as lgb
 import numpy as np
+import pandas as pd
 import pytest
 
 from smart_lgbm import _lightgbm as L
@@ -214,3 +215,123 @@ def test_callback_model_is_a_booster_of_the_trees_so_far(data):
     restored = pickle.loads(pickle.dumps(model))
     assert type(restored) is lgb.Booster and restored.model_to_string() == text
     del model  # must not free a handle it does not own
+
+
+# ---- the raw-feature walk: tree text and LightGBM's input conversions
+
+
+def _parsed_and_dumped(booster: lgb.Booster):
+    return zip((L.parse_tree(b) for b in L.tree_bodies(booster.model_to_string())),
+               booster.dump_model()["tree_info"])
+
+
+def test_parse_tree_reads_what_lightgbm_dumps():
+    rng = np.random.default_rng(1)
+    n = 3000
+    X = np.column_stack([rng.integers(0, 30, n), rng.normal(size=n), rng.normal(size=n)])
+    X[rng.random(n) < 0.2, 1] = np.nan
+    X[rng.random(n) < 0.3, 2] = 0.0
+    y = rng.normal(size=30)[X[:, 0].astype(int)] + np.nan_to_num(X[:, 1], nan=3.0) + (X[:, 2] == 0)
+    booster = lgb.train({"objective": "regression", "verbosity": -1, "num_leaves": 12, "max_cat_to_onehot": 4,
+                         "min_data_per_group": 5, "cat_smooth": 1.0},
+                        lgb.Dataset(X, y, categorical_feature=[0], params={"verbosity": -1}), 6)
+    seen = set()
+    for tree, dumped in _parsed_and_dumped(booster):
+        assert tree.num_leaves == dumped["num_leaves"]
+        stack = [dumped["tree_structure"]]
+        while stack:
+            node = stack.pop()
+            if "leaf_index" in node:
+                assert tree.leaf_value[node["leaf_index"]] == node["leaf_value"]
+                continue
+            i = node["split_index"]
+            assert tree.split_feature[i] == node["split_feature"]
+            dt = int(tree.decision_type[i])
+            assert bool(dt & 2) == node["default_left"]
+            assert ["None", "Zero", "NaN"][(dt >> 2) & 3] == node["missing_type"]
+            if node["decision_type"] == "==":
+                assert dt & 1 and tree.num_cat > 0
+                lo, hi = tree.cat_boundaries[int(tree.threshold[i]):int(tree.threshold[i]) + 2]
+                bits = tree.cat_threshold[lo:hi]
+                left = [c for c in range(32 * bits.size) if bits[c // 32] >> (c % 32) & 1]
+                assert left == [int(c) for c in str(node["threshold"]).split("||")]
+            else:
+                assert not dt & 1 and tree.threshold[i] == node["threshold"]
+            for side, key in ((tree.left_child, "left_child"), (tree.right_child, "right_child")):
+                child = node[key]
+                assert side[i] == (child["split_index"] if "split_index" in child else ~child["leaf_index"])
+            seen.add((node["decision_type"], node["missing_type"]))
+            stack += [node["left_child"], node["right_child"]]
+    assert {("==", "None"), ("<=", "NaN"), ("<=", "None")} <= seen
+    assert tree.leaf_value.dtype == np.float64 and tree.threshold.dtype == np.float64
+    assert tree.cat_threshold.dtype == np.uint32 and tree.decision_type.dtype == np.int8
+
+
+def test_parse_tree_one_leaf_defaults_and_refusals(data):
+    X, y = data
+    one = lgb.train({"objective": "regression", "verbosity": -1, "min_gain_to_split": 1e9}, lgb.Dataset(X, y), 1)
+    [body] = L.tree_bodies(one.model_to_string())
+    tree = L.parse_tree(body)
+    assert tree.num_leaves == 1 and tree.split_feature.size == 0 and tree.left_child.size == 0
+    assert tree.leaf_value.tolist() == [one.dump_model()["tree_info"][0]["tree_structure"]["leaf_value"]]
+    # no decision_type line: LightGBM reads all zeros (numerical, default right, missing None)
+    two = lgb.train({"objective": "binary", "verbosity": -1, "num_leaves": 3}, lgb.Dataset(X, y), 1)
+    [body] = L.tree_bodies(two.model_to_string())
+    lines = [line for line in body.split("\n") if not line.startswith("decision_type=")]
+    assert L.parse_tree("\n".join(lines)).decision_type.tolist() == [0, 0]
+    with pytest.raises(ValueError, match="tree text has no leaf_value= line"):
+        L.parse_tree("\n".join(line for line in body.split("\n") if not line.startswith("leaf_value=")))
+    linear = lgb.train({"objective": "regression", "verbosity": -1, "linear_tree": True, "num_leaves": 3},
+                       lgb.Dataset(X, X[:, 0] * 2.0), 1)
+    [body] = L.tree_bodies(linear.model_to_string())
+    assert "is_linear=1" in body
+    with pytest.raises(ValueError, match=r"linear trees \(is_linear=1"):
+        L.parse_tree(body)
+
+
+def test_dense_conversion_is_lightgbms():
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(400, 3))
+    booster = lgb.train({"objective": "regression", "verbosity": -1, "num_leaves": 8},
+                        lgb.Dataset(X * 1e6, X[:, 0], params={"verbosity": -1}), 3)
+    for floats in (X, X.astype(np.float32), np.asfortranarray(X)):
+        assert L.dense_as_predicted(floats) is floats  # LightGBM reads them unchanged
+    big = rng.integers(-(2**40), 2**40, size=(400, 3))
+    for array in (big, np.asfortranarray(big), big.astype(np.uint8), big > 0, big.astype(np.float16)):
+        converted = L.dense_as_predicted(array)
+        assert converted.dtype == np.float32 and converted.shape == array.shape
+        np.testing.assert_array_equal(converted, array.astype(np.float32))
+        np.testing.assert_array_equal(booster.predict(array), booster.predict(converted))
+
+
+def test_pandas_conversion_is_lightgbms():
+    rng = np.random.default_rng(3)
+    train = pd.DataFrame({"c": pd.Categorical(rng.choice(["a", "b", "c"], 500)), "x": rng.normal(size=500)})
+    booster = lgb.train({"objective": "regression", "verbosity": -1, "num_leaves": 4, "min_data_per_group": 5},
+                        lgb.Dataset(train, (train["c"] == "b") + train["x"], params={"verbosity": -1}), 3)
+    array, categories = L.pandas_to_numpy(train, None)  # the training frame: its own categories
+    assert categories == [["a", "b", "c"]] == booster.pandas_categorical and array.dtype == np.float64
+    valid = pd.DataFrame({"c": pd.Categorical(["c", "zz", None, "a"]), "x": np.float32([0.5, 1, 2, 3])})
+    array, categories = L.pandas_to_numpy(valid, booster.pandas_categorical)
+    assert categories == booster.pandas_categorical
+    np.testing.assert_array_equal(array[:, 0], [2.0, np.nan, np.nan, 0.0])  # codes in training order
+    # codes with NaN (unseen or missing) are float64 after LightGBM's replace(-1 -> NaN) ...
+    assert array.dtype == np.float64
+    np.testing.assert_array_equal(booster.predict(valid, raw_score=True), booster.predict(array, raw_score=True))
+    # ... and stay int8 without: with a float32 column the frame becomes float32
+    seen = valid.iloc[[0, 3]]
+    array, _ = L.pandas_to_numpy(seen, booster.pandas_categorical)
+    assert array.dtype == np.float32
+    np.testing.assert_array_equal(booster.predict(seen, raw_score=True), booster.predict(array, raw_score=True))
+
+
+def test_pyarrow_table_test_is_lightgbms():
+    from lightgbm.compat import pa_Table
+
+    try:
+        import pyarrow as pa
+
+        table = pa.table({"a": [1.0]})
+    except ImportError:  # without pyarrow LightGBM tests against this placeholder class
+        table = pa_Table()
+    assert L.is_pyarrow_table(table) and not L.is_pyarrow_table(np.zeros((1, 1)))

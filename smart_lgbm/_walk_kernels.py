@@ -1,0 +1,189 @@
+"""Numba kernels behind :mod:`smart_lgbm.walk`: the trees of one iteration walked over raw rows.
+
+Private module: every function here trusts its inputs (validated by ``walk.py`` and
+``rawdata.py``) and runs without bounds checks, so a bad index would corrupt memory
+instead of raising.
+
+A forest is a set of flat node arrays (see :class:`smart_lgbm.walk.Forest`): internal
+nodes and leaves share one index space, and a leaf is a node whose two children are
+itself.  A row therefore takes exactly ``depth`` steps down a tree whatever leaf it
+reaches, so a block of rows advances level by level in lockstep, with no per-row test
+for "reached a leaf" and the block's feature values in cache.
+
+Each step is ``Tree::NumericalDecision`` / ``Tree::CategoricalDecision`` of LightGBM
+4.6 (``include/LightGBM/tree.h``) on the value LightGBM's predictor reads for that row
+and feature (see :func:`_next_node` and the three kernels' docstrings for the layouts).
+
+Every row's result depends on that row only: the kernels are deterministic whatever the
+number of threads (no reductions across rows).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+#: LightGBM's ``kZeroThreshold`` (``const double kZeroThreshold = 1e-35f``): the float32
+#: nearest 1e-35, widened to double.  Row functions drop values with ``|x|`` at most this.
+K_ZERO_THRESHOLD = float(np.float32(1e-35))
+
+#: ``decision_type`` bits (LightGBM's ``kCategoricalMask``, ``kDefaultLeftMask``) and
+#: missing types (bits 2-3: ``MissingType::None``, ``Zero``, ``NaN``).
+CATEGORICAL = 1
+DEFAULT_LEFT = 2
+MISSING_ZERO = 1
+MISSING_NAN = 2
+
+#: Just above INT_MAX: categorical values from here on are out of ``int`` range.
+_INT_RANGE = 2147483648.0
+
+
+@njit(cache=True, inline="always")
+def _next_node(x, nd, threshold, flags, left, right, cat_start, cat_len, cat_bits):
+    """The child of node ``nd`` that value ``x`` goes to (``Tree::Decision``)."""
+    f = flags[nd]
+    if f & CATEGORICAL:
+        # static_cast<int>(x): NaN, or a negative int after truncation toward zero (x <=
+        # -1; -1 < x < 0 truncates to category 0), goes right.  Beyond int range x86
+        # gives INT_MIN (negative) and ARM saturates to INT_MAX, whose bitset word lies
+        # past every bitset: right either way.
+        if x > -1.0 and x < _INT_RANGE:
+            c = np.int64(x)
+            word = c >> 5
+            if word < cat_len[nd] and (np.int64(cat_bits[cat_start[nd] + word]) >> (c & 31)) & 1:
+                return left[nd]
+        return right[nd]
+    missing = (f >> 2) & 3
+    if np.isnan(x):
+        if missing == MISSING_NAN:
+            return left[nd] if f & DEFAULT_LEFT else right[nd]
+        x = 0.0
+    if missing == MISSING_ZERO and x >= -K_ZERO_THRESHOLD and x <= K_ZERO_THRESHOLD:
+        return left[nd] if f & DEFAULT_LEFT else right[nd]
+    return left[nd] if x <= threshold[nd] else right[nd]
+
+
+@njit(cache=True, inline="always")
+def _walk_block(values, r0, m, zero_tiny, o0, column, forest, node, out, leaves, want_leaves):
+    """Walk rows ``r0 .. r0 + m - 1`` of ``values`` down every tree; add to ``out[o0 + j]``.
+
+    ``values[r, column[nd]]`` is the value node ``nd`` tests for row ``r``;
+    ``zero_tiny`` reads ``|x| <= kZeroThreshold`` as 0 (LightGBM's dense and CSC row
+    functions drop those values; its CSR row function keeps them).  ``forest`` is the
+    tuple of node arrays :attr:`smart_lgbm.walk.Forest.kernel_arrays` gives.
+    """
+    threshold, flags, left, right, cat_start, cat_len, cat_bits, node_value, node_leaf, roots, depths = forest
+    for k in range(roots.shape[0]):
+        root = roots[k]
+        for j in range(m):
+            node[j] = root
+        for _ in range(depths[k]):
+            for j in range(m):
+                nd = node[j]
+                x = np.float64(values[r0 + j, column[nd]])
+                if zero_tiny and abs(x) <= K_ZERO_THRESHOLD:
+                    x = 0.0
+                node[j] = _next_node(x, nd, threshold, flags, left, right, cat_start, cat_len, cat_bits)
+        for j in range(m):
+            nd = node[j]
+            out[o0 + j, k] += node_value[nd]
+            if want_leaves:
+                leaves[o0 + j, k] = node_leaf[nd]
+
+
+@njit(cache=True, inline="always")
+def _chunk_bounds(c, nchunks, nblocks):
+    """Blocks ``[b0, b1)`` of chunk ``c``: each thread allocates its scratch once per
+    chunk, not once per block."""
+    return c * nblocks // nchunks, (c + 1) * nblocks // nchunks
+
+
+@njit(parallel=True, cache=True)
+def walk_dense(X, block, chunks, column, forest, out, leaves, want_leaves):
+    """Dense rows, any memory layout: ``x = (double) X[i, f]``, ``|x| <= kZeroThreshold``
+    read as 0 (``RowPairFunctionFromDenseMatric``)."""
+    n = X.shape[0]
+    nblocks = (n + block - 1) // block
+    nchunks = min(nblocks, chunks)
+    for c in prange(nchunks):
+        b0, b1 = _chunk_bounds(c, nchunks, nblocks)
+        node = np.empty(block, dtype=np.int32)
+        for b in range(b0, b1):
+            start = b * block
+            _walk_block(X, start, min(block, n - start), True, start, column, forest, node, out, leaves,
+                        want_leaves)
+
+
+@njit(cache=True, inline="always")
+def _scatter_csr(indptr, indices, data, slot_of_feature, start, m, buf, clear):
+    """CSR rows (``RowFunctionFromCSR`` + ``CopyToPredictBuffer``): each row's stored
+    entries are written in storage order into a zeroed buffer, so with duplicate column
+    indices the last one wins, unsorted indices do not matter, explicit zeros read 0 and
+    tiny values are kept as they are.  ``clear`` zeroes the same cells again."""
+    for j in range(m):
+        for p in range(indptr[start + j], indptr[start + j + 1]):
+            s = slot_of_feature[indices[p]]
+            if s >= 0:
+                buf[j, s] = 0.0 if clear else data[p]
+
+
+@njit(cache=True, inline="always")
+def _lower_bound(a, lo, hi, value):
+    """First position in ``a[lo:hi]`` (nondecreasing) holding ``>= value``, or ``hi``."""
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if a[mid] < value:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@njit(cache=True, inline="always")
+def _gather_csc(indptr, search, indices, data, slot_features, start, m, buf):
+    """CSC rows as LightGBM's ``CSC_RowIterator::Get`` reads them.
+
+    That iterator walks a column forward while its row index is below the wanted row, so
+    row ``i`` gets the entry at the first position whose running maximum of row indices
+    (within the column) reaches ``i``, if that entry's row is ``i``, else 0: with sorted
+    columns the first of duplicate entries, with unsorted ones only entries that exceed
+    every earlier row index of their column.  ``search`` is that running maximum (the
+    indices themselves when every column is sorted), so a binary search finds the
+    position for the block's first row; the following rows continue forward from it.
+    """
+    for s in range(slot_features.shape[0]):
+        f = slot_features[s]
+        hi = indptr[f + 1]
+        p = _lower_bound(search, indptr[f], hi, start)
+        for j in range(m):
+            while p < hi and search[p] < start + j:
+                p += 1
+            buf[j, s] = data[p] if p < hi and indices[p] == start + j else 0.0
+
+
+@njit(parallel=True, cache=True)
+def walk_sparse(is_csc, n, indptr, indices, data, search, slot_of_feature, slot_features, block, chunks,
+                column, forest, out, leaves, want_leaves):
+    """CSR or CSC rows, gathered per block into a buffer of the split features' values.
+
+    ``slot_features`` are the features the forest splits on, ``slot_of_feature[f]`` the
+    buffer column of feature ``f`` (-1: not used; CSR only), ``column`` each node's buffer
+    column.  CSC values with ``|x| <= kZeroThreshold`` read 0 (``LGBM_BoosterPredictForCSC``
+    drops them), CSR values are kept (see :func:`_scatter_csr`, :func:`_gather_csc`).
+    """
+    nblocks = (n + block - 1) // block
+    nchunks = min(nblocks, chunks)
+    for c in prange(nchunks):
+        b0, b1 = _chunk_bounds(c, nchunks, nblocks)
+        node = np.empty(block, dtype=np.int32)
+        buf = np.zeros((block, max(slot_features.shape[0], 1)), dtype=np.float64)
+        for b in range(b0, b1):
+            start = b * block
+            m = min(block, n - start)
+            if is_csc:
+                _gather_csc(indptr, search, indices, data, slot_features, start, m, buf)
+            else:
+                _scatter_csr(indptr, indices, data, slot_of_feature, start, m, buf, False)
+            _walk_block(buf, 0, m, is_csc, start, column, forest, node, out, leaves, want_leaves)
+            if not is_csc:  # back to zeros, touching only what was written
+                _scatter_csr(indptr, indices, data, slot_of_feature, start, m, buf, True)

@@ -1,0 +1,316 @@
+"""Each row's output of one boosting iteration's trees, from the caller's raw features.
+
+The engine adds every new tree's output to the tracked raw score of every training and
+validation row.  :func:`add_outputs` does it with a compiled walk of the trees over the
+raw features (:class:`smart_lgbm.rawdata.RawFeatures`), adding for each row and tree
+exactly the double that ``lightgbm.Booster.predict(raw_score=True)`` adds for that tree,
+with one double addition, so a score summed this way iteration by iteration (from
+zeros) equals ``predict(raw_score=True)`` bit for bit.
+
+Exactness rules (LightGBM 4.6, ``include/LightGBM/tree.h``, ``src/c_api.cpp``):
+
+* The value a node tests is the one LightGBM's row function hands its predictor: dense
+  and CSC input drop ``|x| <= kZeroThreshold`` (``1e-35f`` widened to double), which then
+  reads 0; CSR input keeps such values (its row function does not filter).  NaN is kept.
+  Missing entries of sparse input read 0.  Duplicate entries: the last one of a CSR row
+  wins; in a CSC column the first (see :mod:`smart_lgbm._walk_kernels` for unsorted
+  columns).
+* Numerical split: missing type None reads NaN as 0; Zero sends NaN and ``|x| <=
+  kZeroThreshold`` the default way; NaN sends NaN the default way; otherwise left iff
+  ``x <= threshold``.
+* Categorical split (trees with ``num_cat > 0``): NaN, or ``static_cast<int>(x) < 0``,
+  goes right; so do values beyond ``int`` range; otherwise left iff the category's bit
+  is set in the node's bitset (categories past its end go right).
+* A 1-leaf tree adds its only leaf value; its leaf index is 0.
+
+Layouts and copies: the walk reads the arrays :class:`~smart_lgbm.rawdata.RawFeatures`
+holds (by reference for float32/float64 numpy arrays in any layout and for CSR/CSC
+matrices; see that module for the converted cases).  The walk itself copies nothing:
+dense rows are read in place, blocks of rows at a time; sparse rows are first gathered,
+per block, into a small buffer holding only the features the trees split on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numba
+import numpy as np
+
+from . import _lightgbm
+from . import _walk_kernels as _k
+from .rawdata import RawFeatures
+
+#: Rows per lockstep block.  Dense: 32-64 were best in the lead's prototype on 2M x 28
+#: float32 (a block's rows stay in L1 while the block descends).  The sparse sizes are
+#: untuned starting points: CSR's buffer is ``rows x split features`` doubles; for CSC a
+#: larger block spreads each column's binary search over more rows.
+DENSE_BLOCK_ROWS = 32
+CSR_BLOCK_ROWS = 32
+CSC_BLOCK_ROWS = 128
+#: Chunks of consecutive blocks per numba thread: a few per thread keep the threads busy
+#: when another process takes a core for a while (results do not depend on it).
+CHUNKS_PER_THREAD = 4
+
+
+@dataclass(frozen=True, eq=False)
+class Forest:
+    """The K trees of one boosting iteration, flattened for the kernels.
+
+    Tree ``k``'s internal nodes and leaves are consecutive nodes from ``roots[k]`` on
+    (internal nodes first, then leaves in leaf-index order).  A leaf's two children are
+    itself, so every row takes exactly ``depths[k]`` steps down tree ``k``.
+
+    Attributes
+    ----------
+    num_trees : int
+        K: 1, or ``num_class`` for multiclass.
+    feature : ndarray of int32
+        Per node, the raw feature it tests (0 for leaves).
+    used_features : ndarray of int32
+        The distinct features the trees split on, sorted.
+    slot : ndarray of int32
+        Per node, the position of its feature in ``used_features`` (0 for leaves).
+    threshold : ndarray of float64
+    flags : ndarray of uint8
+        LightGBM's ``decision_type`` bits (categorical, default left, missing type), the
+        categorical bit cleared in trees without categorical splits (``num_cat == 0``:
+        LightGBM then takes every split as numerical).
+    left, right : ndarray of int32
+        Children, as node indices.
+    cat_start, cat_len : ndarray of int32
+        Categorical nodes: their bitset's first word in ``cat_bits`` and its length.
+    cat_bits : ndarray of uint32
+    node_value : ndarray of float64
+        Leaves: their output (learning rate applied); 0 for internal nodes.
+    node_leaf : ndarray of int32
+        Leaves: their leaf index in their tree.
+    roots, depths : ndarray of int32, shape (K,)
+    leaf_values : tuple of ndarray
+        Each tree's leaf values, in leaf-index order.
+    """
+
+    num_trees: int
+    feature: np.ndarray
+    used_features: np.ndarray
+    slot: np.ndarray
+    threshold: np.ndarray
+    flags: np.ndarray
+    left: np.ndarray
+    right: np.ndarray
+    cat_start: np.ndarray
+    cat_len: np.ndarray
+    cat_bits: np.ndarray
+    node_value: np.ndarray
+    node_leaf: np.ndarray
+    roots: np.ndarray
+    depths: np.ndarray
+    leaf_values: tuple[np.ndarray, ...]
+
+    @classmethod
+    def from_tree_texts(cls, texts: Sequence[str]) -> Forest:
+        """The forest of tree bodies as :func:`smart_lgbm._lightgbm.tree_bodies` gives them.
+
+        Raises
+        ------
+        ValueError
+            No trees, a linear tree, or malformed tree text.
+        """
+        if isinstance(texts, str):
+            raise TypeError("texts must be a sequence of tree bodies, not one string")
+        return cls.from_trees([_lightgbm.parse_tree(text) for text in texts])
+
+    @classmethod
+    def from_trees(cls, trees: Sequence[_lightgbm.TreeArrays]) -> Forest:
+        """The forest of parsed trees (see :func:`smart_lgbm._lightgbm.parse_tree`)."""
+        if len(trees) == 0:
+            raise ValueError("texts must hold at least one tree")
+        parts: dict[str, list[np.ndarray]] = {key: [] for key in (
+            "feature", "threshold", "flags", "left", "right", "cat_start", "cat_len", "cat_bits",
+            "node_value", "node_leaf")}
+        roots, depths = [], []
+        base = cat_base = 0
+        for k, tree in enumerate(trees):
+            nodes = _flatten_tree(tree, k, base, cat_base)
+            for key, value in nodes.items():
+                if key != "depth":
+                    parts[key].append(value)
+            roots.append(base)
+            depths.append(nodes["depth"])
+            base += 2 * tree.num_leaves - 1
+            cat_base += tree.cat_threshold.size
+        flat = {key: np.concatenate(values) for key, values in parts.items()}
+        internal = flat["left"] != np.arange(base)
+        used = np.unique(flat["feature"][internal]).astype(np.int32)
+        slot = np.zeros(base, dtype=np.int32)
+        slot[internal] = np.searchsorted(used, flat["feature"][internal])
+        return cls(
+            num_trees=len(trees),
+            used_features=used,
+            slot=slot,
+            roots=np.array(roots, dtype=np.int32),
+            depths=np.array(depths, dtype=np.int32),
+            leaf_values=tuple(tree.leaf_value for tree in trees),
+            **flat,
+        )
+
+    @property
+    def kernel_arrays(self) -> tuple[np.ndarray, ...]:
+        """The node arrays the kernels take, as one tuple (see ``_walk_kernels._walk_block``)."""
+        return (self.threshold, self.flags, self.left, self.right, self.cat_start, self.cat_len, self.cat_bits,
+                self.node_value, self.node_leaf, self.roots, self.depths)
+
+    @property
+    def max_feature(self) -> int:
+        """The largest feature index split on (-1 when no tree splits)."""
+        return int(self.used_features[-1]) if self.used_features.size else -1
+
+
+def _flatten_tree(tree: _lightgbm.TreeArrays, k: int, base: int, cat_base: int) -> dict:
+    """One tree's nodes in the forest's layout (node indices offset by ``base``)."""
+    m, num_leaves = tree.num_leaves - 1, tree.num_leaves
+    n = m + num_leaves
+    depth = _check_structure(tree, k)
+    own = np.arange(base, base + n, dtype=np.int32)
+
+    def child(c: np.ndarray) -> np.ndarray:
+        return np.where(c >= 0, base + c, base + m + ~c).astype(np.int32)
+
+    flags = np.zeros(n, dtype=np.uint8)
+    flags[:m] = tree.decision_type.astype(np.uint8) & 0b1111
+    if tree.num_cat == 0:
+        flags[:m] &= ~np.uint8(_k.CATEGORICAL)
+    cat_start = np.zeros(n, dtype=np.int32)
+    cat_len = np.zeros(n, dtype=np.int32)
+    categorical = np.flatnonzero(flags[:m] & _k.CATEGORICAL)
+    if categorical.size:
+        index = tree.threshold[categorical]
+        if not np.all((index >= 0) & (index < tree.num_cat)):
+            raise ValueError(f"tree {k}: a categorical split refers to a bitset outside 0..{tree.num_cat - 1}")
+        index = index.astype(np.int64)  # static_cast<int>
+        cat_start[categorical] = cat_base + tree.cat_boundaries[index]
+        cat_len[categorical] = tree.cat_boundaries[index + 1] - tree.cat_boundaries[index]
+    node_value = np.zeros(n, dtype=np.float64)
+    node_value[m:] = tree.leaf_value
+    node_leaf = np.zeros(n, dtype=np.int32)
+    node_leaf[m:] = np.arange(num_leaves)
+    feature = np.zeros(n, dtype=np.int32)
+    feature[:m] = tree.split_feature
+    threshold = np.zeros(n, dtype=np.float64)
+    threshold[:m] = tree.threshold
+    return {
+        "feature": feature,
+        "threshold": threshold,
+        "flags": flags,
+        "left": np.concatenate([child(tree.left_child), own[m:]]),
+        "right": np.concatenate([child(tree.right_child), own[m:]]),
+        "cat_start": cat_start,
+        "cat_len": cat_len,
+        "cat_bits": tree.cat_threshold,
+        "node_value": node_value,
+        "node_leaf": node_leaf,
+        "depth": depth,
+    }
+
+
+def _check_structure(tree: _lightgbm.TreeArrays, k: int) -> int:
+    """Check that the children arrays form one binary tree from node 0; return its depth.
+
+    The kernels index without bounds checks, so a malformed tree must not reach them.
+    """
+    m = tree.num_leaves - 1
+    if m == 0:
+        return 0
+    if np.any(tree.split_feature < 0):
+        raise ValueError(f"tree {k}: negative split_feature")
+    children = np.concatenate([tree.left_child, tree.right_child]).astype(np.int64)
+    internal, leaf = children[children >= 0], ~children[children < 0]
+    if (internal.size != m - 1 or leaf.size != tree.num_leaves or np.any(internal == 0)
+            or np.any(internal >= m) or np.any(leaf >= tree.num_leaves)
+            or np.unique(internal).size != internal.size or np.unique(leaf).size != leaf.size):
+        raise ValueError(f"tree {k}: left_child/right_child do not form a binary tree with "
+                         f"{tree.num_leaves} leaves")
+    # Every node but the root has exactly one parent; walk down from the root to get the
+    # depth and to rule out a cycle detached from it.
+    depth, level, seen = 0, [0], 1
+    left, right = tree.left_child, tree.right_child
+    while level:
+        depth += 1
+        level = [int(c) for nd in level for c in (left[nd], right[nd]) if c >= 0]
+        seen += len(level)
+        if seen > m:
+            break
+    if seen != m or level:
+        raise ValueError(f"tree {k}: left_child/right_child do not form a binary tree")
+    return depth
+
+
+def add_outputs(features: RawFeatures, forest: Forest, out: np.ndarray,
+                leaves: np.ndarray | None = None) -> None:
+    """Add each row's output of each tree of ``forest`` to ``out``; optionally its leaf.
+
+    For every row ``i`` and tree ``k``, ``out[i, k] += v`` with ``v`` bit for bit what
+    ``Booster.predict(raw_score=True)`` adds for that tree at that row (one double
+    addition).  Parallel over blocks of rows on numba's threads (set their number with
+    ``numba.set_num_threads``); the result does not depend on it.
+
+    Parameters
+    ----------
+    features : RawFeatures
+        ``n`` rows with at least ``forest.max_feature + 1`` features.
+    forest : Forest
+        The ``K`` trees of one iteration.
+    out : ndarray of shape (n, K), float64, C-contiguous
+        Updated in place.
+    leaves : ndarray of shape (n, K), int32, C-contiguous, optional
+        If given, receives each row's leaf index in each tree (what
+        ``predict(pred_leaf=True)`` returns).
+
+    Raises
+    ------
+    TypeError
+        Wrong types or dtypes of the arguments.
+    ValueError
+        Shapes that do not match, or a forest splitting on a feature ``features`` lacks.
+    """
+    if not isinstance(features, RawFeatures):
+        raise TypeError(f"features must be a RawFeatures, got {type(features).__name__}")
+    if not isinstance(forest, Forest):
+        raise TypeError(f"forest must be a Forest, got {type(forest).__name__}")
+    shape = (features.num_rows, forest.num_trees)
+    _check_output("out", out, np.float64, shape)
+    if leaves is not None:
+        _check_output("leaves", leaves, np.int32, shape)
+    if forest.max_feature >= features.num_features:
+        raise ValueError(f"the trees split on feature {forest.max_feature}, but features has only "
+                         f"{features.num_features} columns")
+    want_leaves = leaves is not None
+    if leaves is None:
+        leaves = np.empty((0, forest.num_trees), dtype=np.int32)
+    if features.num_rows == 0:
+        return
+    chunks = CHUNKS_PER_THREAD * numba.get_num_threads()
+    arrays = forest.kernel_arrays
+    if features.layout == "dense":
+        _k.walk_dense(features.dense, DENSE_BLOCK_ROWS, chunks, forest.feature, arrays, out, leaves, want_leaves)
+        return
+    is_csc = features.layout == "csc"
+    # CSR rows are scattered into the buffer by feature: map every feature to its column
+    slot_of_feature = np.full(0 if is_csc else features.num_features, -1, dtype=np.int32)
+    if not is_csc:
+        slot_of_feature[forest.used_features] = np.arange(forest.used_features.size, dtype=np.int32)
+    _k.walk_sparse(is_csc, features.num_rows, features.indptr, features.indices, features.values,
+                   features.search if is_csc else features.indices, slot_of_feature, forest.used_features,
+                   CSC_BLOCK_ROWS if is_csc else CSR_BLOCK_ROWS, chunks, forest.slot, arrays, out, leaves,
+                   want_leaves)
+
+
+def _check_output(name: str, array: np.ndarray, dtype: type, shape: tuple[int, int]) -> None:
+    if not isinstance(array, np.ndarray) or array.dtype != dtype:
+        got = array.dtype if isinstance(array, np.ndarray) else type(array).__name__
+        raise TypeError(f"{name} must be a numpy array of {np.dtype(dtype).name}, got {got}")
+    if array.shape != shape:
+        raise ValueError(f"{name} must have shape {shape} (rows, trees), got {array.shape}")
+    if not array.flags.c_contiguous or not array.flags.writeable:
+        raise ValueError(f"{name} must be C-contiguous and writeable")
