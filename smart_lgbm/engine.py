@@ -105,7 +105,7 @@ class _Run:
 
     def reset_parameter(self, params: dict[str, Any]) -> None:
         new = canonicalize(params)
-        refuse_unsupported(new)
+        refuse_unsupported({**self.cfg.params, **new})
         engine_only = sorted(k for k in new if k not in self.cfg.tree_params and k != "learning_rate")
         changing = [k for k in engine_only if self.cfg.params.get(k) != new[k]]
         if changing:
@@ -208,7 +208,7 @@ def train(
         (``binary``, ``regression``, ``multiclass``, ``lambdarank``) or a
         :class:`smart_lgbm.losses.Loss`.  ``seed`` (default 0) drives all randomness.
         Refused with the reason: ``boosting`` other than gbdt, ``data_sample_strategy="goss"``,
-        ``bagging_fraction < 1``, ``linear_tree``.
+        bagging (``bagging_fraction < 1`` with ``bagging_freq > 0``), ``linear_tree``.
     train_set : lightgbm.Dataset
         Training data.  Never modified: if it is not constructed yet, the engine bins its
         own copy from the same raw data and parameters.
