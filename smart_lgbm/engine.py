@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import time
 import warnings
-from collections import OrderedDict, defaultdict
 from collections.abc import Callable, Sequence
 from operator import attrgetter
 from typing import Any
@@ -286,10 +285,11 @@ def train(
             for name, binned, position in eval_sets:
                 raw = run.view(run.raw if position is None else run.valid_raw[position])
                 target = train_data.target if binned is None else binned.target
-                scores = [(name, m, v, h) for m, v, h in evaluator.evaluate(raw, target)]
+                scores = [_lightgbm.evaluation_result(name, m, v, h) for m, v, h in evaluator.evaluate(raw, target)]
                 if feval is not None:
                     source = train_set if binned is None else binned.source
-                    scores += [(name, m, v, h) for m, v, h in _feval_results(feval, cfg.loss.transform(raw), source)]
+                    scores += [_lightgbm.evaluation_result(name, m, v, h)
+                               for m, v, h in _feval_results(feval, cfg.loss.transform(raw), source)]
                 results.extend(scores)
             try:
                 for cb in after:
@@ -304,7 +304,5 @@ def train(
     booster = lgb.Booster(model_str=run.model_string())
     booster.set_train_data_name(train_name)
     booster.best_iteration = best_iteration
-    booster.best_score = defaultdict(OrderedDict)
-    for dataset_name, eval_name, score, _ in results or []:
-        booster.best_score[dataset_name][eval_name] = score
+    booster.best_score = _lightgbm.best_score_of(results)
     return booster
