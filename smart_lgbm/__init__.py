@@ -4,10 +4,15 @@
 sampled subset of rows per iteration, with importance-reweighted gradients.
 """
 
-from ._version import __version__
-from .callback import record_sampling
-from .engine import train
-from .samplers import (
+from . import _lightgbm
+
+# One clear error naming the supported range, before anything relies on LightGBM internals.
+_lightgbm.check_version()
+
+from ._version import __version__  # noqa: E402
+from .callback import record_sampling  # noqa: E402
+from .engine import train  # noqa: E402
+from .samplers import (  # noqa: E402
     MVS,
     FirstOrder,
     Full,

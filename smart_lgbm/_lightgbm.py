@@ -6,6 +6,14 @@ Keeping them in one module makes the supported LightGBM range (see
 pins each behaviour relied upon, so that a LightGBM upgrade that changes one fails loudly
 there rather than silently in a model.
 
+Versions 4.6 and 4.7 are both supported.  What differs between them is detected by feature,
+not by version number, and kept to a few named places: the form of evaluation results
+(:func:`evaluation_result`: tuples in 4.6, ``lightgbm.EvalResult`` in 4.7), the labels
+LightGBM converts itself (:func:`_label_passed_through`) and the estimators' record of
+whether the training data had feature names (:func:`sklearn_record_feature_names`, 4.7).
+The scikit-learn ``fit`` signature (4.7 added ``eval_X``/``eval_y``) needs no branch: the
+estimators forward to the installed ``LGBMModel.fit`` code (:func:`sklearn_fit_with_train`).
+
 Why C-API calls and not the Python wrapper: every boosting iteration the engine builds a
 subset Dataset, points its Booster at three Datasets in turn, reads scores (rewriting
 leaf values when it needs leaves) and rolls a tree back.  The Python wrapper can do each
@@ -20,6 +28,7 @@ import ctypes
 import json
 import math
 import re
+from collections import OrderedDict, defaultdict
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -28,10 +37,19 @@ import lightgbm as lgb
 import numpy as np
 from lightgbm import basic as _basic
 
-#: LightGBM versions whose internals this module has been tested against.  4.7 changed the
-#: scikit-learn estimators' ``fit`` signature (``eval_X``/``eval_y``) that
-#: ``smart_lgbm.sklearn`` hooks into; it is not supported yet.
-SUPPORTED_LIGHTGBM = (">=4.6", "<4.7")
+#: LightGBM minor versions whose internals this module is tested against, oldest first
+#: (CI runs the whole suite under each: scripts/venv.sh lists the same versions).
+SUPPORTED_MINOR_VERSIONS = ("4.6", "4.7")
+
+
+def _version_range(minors: tuple[str, ...]) -> str:
+    """The pip specifier covering exactly the given minor versions (``">=4.6,<4.8"``)."""
+    major, last = (int(part) for part in minors[-1].split("."))
+    return f">={minors[0]},<{major}.{last + 1}"
+
+
+#: The supported range as pyproject.toml pins it.
+SUPPORTED_LIGHTGBM = _version_range(SUPPORTED_MINOR_VERSIONS)
 
 _LIB = _basic._LIB
 _DTYPE_FLOAT32 = 0
@@ -39,12 +57,22 @@ _DTYPE_FLOAT64 = 1
 _DTYPE_INT32 = 2
 
 
-def check_version() -> None:
-    """Raise ImportError for a LightGBM outside :data:`SUPPORTED_LIGHTGBM`."""
-    major, minor = (int(part) for part in lgb.__version__.split(".")[:2])
-    if (major, minor) != (4, 6):
+def check_version(version: str | None = None) -> None:
+    """Raise ImportError for a LightGBM outside :data:`SUPPORTED_LIGHTGBM`.
+
+    Parameters
+    ----------
+    version : str, optional
+        A LightGBM version string; the installed ``lightgbm.__version__`` by default.
+        Development and pre-releases count as their minor version (``4.7.0.99`` is 4.7).
+    """
+    version = lgb.__version__ if version is None else version
+    match = re.match(r"(\d+)\.(\d+)", version)
+    if match is None or f"{match[1]}.{match[2]}" not in SUPPORTED_MINOR_VERSIONS:
         raise ImportError(
-            f"smart_lgbm supports lightgbm {', '.join(SUPPORTED_LIGHTGBM)}; found {lgb.__version__}"
+            f"smart_lgbm supports lightgbm{SUPPORTED_LIGHTGBM} (versions "
+            f"{', '.join(v + '.x' for v in SUPPORTED_MINOR_VERSIONS)}); found lightgbm {version}. "
+            f"Install a supported one: pip install 'lightgbm{SUPPORTED_LIGHTGBM}'"
         )
 
 
@@ -731,6 +759,36 @@ def is_pyarrow_table(data: Any) -> bool:
 
 # --------------------------------------------------------------------------- callbacks
 
+#: ``lightgbm.EvalResult`` where the installed LightGBM has it (4.7 on): its ``lgb.train`` hands
+#: callbacks these named tuples (``result.dataset_name``...), and its stock callbacks read
+#: those fields.  None before 4.7, whose ``lgb.train`` hands plain 4-tuples.
+_EVAL_RESULT: type | None = getattr(lgb, "EvalResult", None)
+
+
+def evaluation_result(dataset_name: str, metric_name: str, value: float, maximize: bool) -> tuple:
+    """One entry of ``CallbackEnv.evaluation_result_list`` in the installed LightGBM's form.
+
+    The form ``lightgbm.train`` of the same version gives its callbacks: a
+    ``lightgbm.EvalResult`` in 4.7, a ``(dataset_name, metric_name, value, maximize)`` tuple in
+    4.6.  Both unpack to those four items and index the same way, so code written for either
+    form reads the other too.
+    """
+    if _EVAL_RESULT is None:
+        return (dataset_name, metric_name, value, maximize)
+    return _EVAL_RESULT(dataset_name, metric_name, value, maximize)
+
+
+def best_score_of(results: list[tuple] | None) -> dict[str, dict[str, float]]:
+    """``Booster.best_score`` from an evaluation result list, as ``lightgbm.train`` builds it.
+
+    ``results`` are entries of either form (an ``EarlyStopException.best_score`` raised by a
+    callback written for 4.6 holds tuples; 4.7 converts them to ``EvalResult`` itself).
+    """
+    best: dict[str, dict[str, float]] = defaultdict(OrderedDict)
+    for dataset_name, metric_name, value, *_ in results or []:
+        best[dataset_name][metric_name] = value
+    return best
+
 
 class CallbackModel(lgb.Booster):
     """What ``CallbackEnv.model`` is during an engine run: a Booster of the trees so far.
@@ -896,6 +954,18 @@ def sklearn_not_fitted_error() -> type:
     return LGBMNotFittedError
 
 
+def _label_passed_through(label: Any) -> bool:
+    """Whether ``lightgbm.Dataset.set_label`` hands ``label`` to the C API unconverted.
+
+    4.6 does so for Arrow arrays; 4.7 for every data frame or series narwhals knows except
+    pandas Series (Arrow, polars...), which it reads through the Arrow C interface.
+    """
+    nwd = getattr(_basic, "nwd", None)  # narwhals.dependencies, imported by lightgbm 4.7 on
+    if nwd is None:
+        return _basic._is_pyarrow_array(label)
+    return (nwd.is_into_dataframe(label) or nwd.is_into_series(label)) and not isinstance(label, _basic.pd_Series)
+
+
 def sklearn_check_label(label: Any) -> None:
     """Convert ``label`` as ``lightgbm.Dataset.set_label`` does, raising its exceptions.
 
@@ -904,7 +974,7 @@ def sklearn_check_label(label: Any) -> None:
     with its own exception types, so the estimators run LightGBM's conversion first to
     refuse bad labels exactly as LightGBM's estimators do.
     """
-    if label is None or _basic._is_pyarrow_array(label):
+    if label is None:
         return
     if isinstance(label, np.ndarray) and (np.issubdtype(label.dtype, np.number) or label.dtype == np.bool_):
         return  # converts; skipping also avoids a second "column-vector" warning
@@ -912,5 +982,26 @@ def sklearn_check_label(label: Any) -> None:
         if len(label.columns) > 1:
             raise ValueError("DataFrame for label cannot have multiple columns")
         _basic._pandas_to_numpy(label, target_dtype=np.float32)
-    else:
-        _basic._list_to_1d_numpy(label, dtype=np.float32, name="label")
+    elif not _label_passed_through(label):
+        # by keyword: 4.7 made these parameters keyword-only (4.6 has the same names)
+        _basic._list_to_1d_numpy(data=label, dtype=np.float32, name="label")
+
+
+def sklearn_record_feature_names(train_set: lgb.Dataset) -> None:
+    """Mark ``train_set`` as having feature names or not, as constructing it would (4.7 on).
+
+    ``LGBMModel.fit`` of 4.7 reads ``train_set._has_non_default_feature_names`` after its
+    ``train(...)`` call to decide whether ``feature_names_in_`` exists; LightGBM sets it
+    while constructing the Dataset.  The engine never constructs the caller's Dataset (it
+    bins its own copy), so the estimators set the flag the same way: names come from a
+    ``feature_name`` list or from the columns of a data frame (pandas, or any narwhals
+    knows).  LightGBM 4.6 has no such flag, and this does nothing there.
+    """
+    if not hasattr(train_set, "_has_non_default_feature_names"):
+        return
+    data = train_set.data
+    train_set._has_non_default_feature_names = (
+        train_set.feature_name != "auto"
+        or isinstance(data, _basic.pd_DataFrame)
+        or bool(_basic.nwd.is_into_dataframe(data))
+    )

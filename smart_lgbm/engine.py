@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import time
 import warnings
-from collections import OrderedDict, defaultdict
 from collections.abc import Callable, Sequence
 from operator import attrgetter
 from typing import Any
@@ -256,7 +255,7 @@ def train(
         (``binary``, ``regression``, ``multiclass``, ``lambdarank``) or a
         :class:`smart_lgbm.losses.Loss`.  ``seed`` (default 0) drives all randomness.
         Refused with the reason: ``boosting`` other than gbdt, ``data_sample_strategy="goss"``,
-        ``bagging_fraction < 1``, ``linear_tree``.
+        bagging (``bagging_fraction < 1`` with ``bagging_freq > 0``), ``linear_tree``.
     train_set : lightgbm.Dataset
         Training data.  Never modified: if it is not constructed yet, the engine bins its
         own copy from the same raw data and parameters.
@@ -308,10 +307,11 @@ def train(
                      fevals: Any) -> list[tuple[str, str, float, bool]]:
         raw = run.view(run.raw if position is None else run.valid_raw[position])
         target = train_data.target if binned is None else binned.target
-        scores = [(name, m, v, h) for m, v, h in evaluator.evaluate(raw, target)]
+        scores = [_lightgbm.evaluation_result(name, m, v, h) for m, v, h in evaluator.evaluate(raw, target)]
         if fevals is not None:
             source = train_set if binned is None else binned.source
-            scores += [(name, m, v, h) for m, v, h in _feval_results(fevals, cfg.loss.transform(raw), source)]
+            scores += [_lightgbm.evaluation_result(name, m, v, h)
+                       for m, v, h in _feval_results(fevals, cfg.loss.transform(raw), source)]
         return scores
 
     def evaluate_for_model(which: Any, fevals: Any) -> list[tuple[str, str, float, bool]]:
@@ -377,7 +377,5 @@ def train(
     booster = lgb.Booster(model_str=model_text)
     booster.set_train_data_name(train_name)
     booster.best_iteration = best_iteration
-    booster.best_score = defaultdict(OrderedDict)
-    for dataset_name, eval_name, score, _ in results or []:
-        booster.best_score[dataset_name][eval_name] = score
+    booster.best_score = _lightgbm.best_score_of(results)
     return booster

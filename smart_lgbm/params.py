@@ -85,7 +85,12 @@ def _number(params: dict[str, Any], key: str, default: float) -> float:
 
 
 def refuse_unsupported(params: dict[str, Any]) -> None:
-    """Raise ValueError for parameters that cannot work with a row sampler, saying why."""
+    """Raise ValueError for parameters that cannot work with a row sampler, saying why.
+
+    ``params`` must be canonical (:func:`canonicalize`) and complete: during a run, the
+    run's parameters updated with the new ones, since a refusal can depend on two of them
+    (``bagging_fraction`` refuses only with ``bagging_freq > 0``).
+    """
     boosting = str(params.get("boosting", "gbdt")).lower()
     if boosting not in ("gbdt", "gbrt"):
         raise ValueError(
@@ -98,12 +103,16 @@ def refuse_unsupported(params: dict[str, Any]) -> None:
             "data_sample_strategy='goss' is not supported: the sampler argument replaces LightGBM's "
             "row sampling; compare against GOSS with stock lightgbm.train, or use sampler=FirstOrder(rate=...)"
         )
-    for key in ("bagging_fraction", "pos_bagging_fraction", "neg_bagging_fraction"):
-        if key in params and _number(params, key, 1.0) < 1.0:
-            raise ValueError(
-                f"{key}={params[key]!r} is not supported: LightGBM's bagging would sample again inside "
-                "the engine's sample; use sampler=Uniform(rate=...) for stochastic gradient boosting"
-            )
+    # LightGBM bags only with bagging_freq > 0 (src/boosting/bagging.hpp); a fraction below 1
+    # without it changes nothing, in stock training as in the engine, and is accepted.
+    if _number(params, "bagging_freq", 0) > 0:
+        for key in ("bagging_fraction", "pos_bagging_fraction", "neg_bagging_fraction"):
+            if key in params and _number(params, key, 1.0) < 1.0:
+                raise ValueError(
+                    f"{key}={params[key]!r} with bagging_freq={params['bagging_freq']!r} is not supported: "
+                    "LightGBM's bagging would sample again inside the engine's sample; use "
+                    "sampler=Uniform(rate=...) for stochastic gradient boosting"
+                )
     if _flag(params.get("linear_tree", False)):
         raise ValueError("linear_tree=True is not supported by the engine; use stock lightgbm.train")
     if _flag(params.get("is_unbalance", False)) or _number(params, "scale_pos_weight", 1.0) != 1.0:

@@ -28,7 +28,9 @@ of :mod:`lightgbm.sklearn`.  That call is the one thing replaced:
   ``LGBMClassifier.fit`` lands in ``_EngineFit.fit``.
 * ``_EngineFit.fit`` runs LightGBM's ``LGBMModel.fit`` *code* through a per-call function
   object whose globals map ``train`` to an adapter calling :func:`smart_lgbm.train` with
-  the estimator's sampler (:func:`smart_lgbm._lightgbm.sklearn_fit_with_train`).
+  the estimator's sampler (:func:`smart_lgbm._lightgbm.sklearn_fit_with_train`).  It hands
+  its arguments over unchanged and carries ``LGBMModel.fit``'s signature, so it takes exactly
+  what the installed LightGBM takes (4.7 added ``eval_X``/``eval_y``) with no code per version.
 
 Alternatives rejected: assigning ``lightgbm.sklearn.train`` (a global monkeypatch: every
 stock LightGBM estimator in the process, in any thread, would train through the engine
@@ -57,8 +59,8 @@ callable ``objective`` is refused with TypeError (wrap it as a
 from __future__ import annotations
 
 import copy
+import inspect
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import lightgbm as lgb
@@ -118,32 +120,9 @@ class _EngineFit(lgb.LGBMModel):
             params.pop("objective")
         return params
 
-    def fit(  # type: ignore[override]
-        self,
-        X: Any,
-        y: Any,
-        sample_weight: Any = None,
-        init_score: Any = None,
-        group: Any = None,
-        eval_set: list[tuple[Any, Any]] | tuple[Any, Any] | None = None,
-        eval_names: list[str] | None = None,
-        eval_sample_weight: list[Any] | None = None,
-        eval_class_weight: list[Any] | None = None,
-        eval_init_score: list[Any] | None = None,
-        eval_group: list[Any] | None = None,
-        eval_metric: str | Callable | list[str | Callable] | None = None,
-        feature_name: list[str] | str = "auto",
-        categorical_feature: list[str] | list[int] | str = "auto",
-        callbacks: list[Callable] | None = None,
-        init_model: str | Path | lgb.Booster | lgb.LGBMModel | None = None,
-    ) -> _EngineFit:
+    def fit(self, *args: Any, **kwargs: Any) -> _EngineFit:  # signature: LGBMModel.fit's (set below)
         """``LGBMModel.fit`` with the engine as trainer; arguments as there."""
         sampler = _check_sampler(getattr(self, "sampler", None), getattr(self, "sampler_params", None))
-        if init_model is not None:
-            raise ValueError(
-                "init_model is not supported: smart_lgbm.train starts every model from scratch; "
-                "give the previous model's raw predictions as init_score instead"
-            )
         record: dict[str, list[Any]] = {}
         engine_runs: list[bool] = []
 
@@ -160,6 +139,11 @@ class _EngineFit(lgb.LGBMModel):
         ) -> lgb.Booster:
             # Keyword-only and without **kwargs on purpose: if LightGBM starts passing a
             # new argument, fitting fails loudly instead of ignoring it.
+            if init_model is not None:
+                raise ValueError(
+                    "init_model is not supported: smart_lgbm.train starts every model from scratch; "
+                    "give the previous model's raw predictions as init_score instead"
+                )
             engine_runs.append(True)
             _lightgbm.sklearn_check_label(train_set.label)
             # lightgbm.train drops None-valued parameters when it writes its C config
@@ -177,7 +161,7 @@ class _EngineFit(lgb.LGBMModel):
                 for dataset in [train_set, *valid_sets]:
                     dataset.params = {k: v for k, v in (dataset.params or {}).items()
                                       if k not in ("objective", "num_class")}
-            return engine_train(
+            booster = engine_train(
                 params,
                 train_set,
                 num_boost_round,
@@ -187,27 +171,12 @@ class _EngineFit(lgb.LGBMModel):
                 feval=feval or None,
                 callbacks=[*callbacks, record_sampling(record)],
             )
+            _lightgbm.sklearn_record_feature_names(train_set)
+            return booster
 
-        lightgbm_fit = _lightgbm.sklearn_fit_with_train(train)
-        lightgbm_fit(
-            self,
-            X,
-            y,
-            sample_weight=sample_weight,
-            init_score=init_score,
-            group=group,
-            eval_set=eval_set,
-            eval_names=eval_names,
-            eval_sample_weight=eval_sample_weight,
-            eval_class_weight=eval_class_weight,
-            eval_init_score=eval_init_score,
-            eval_group=eval_group,
-            eval_metric=eval_metric,
-            feature_name=feature_name,
-            categorical_feature=categorical_feature,
-            callbacks=callbacks,
-            init_model=None,
-        )
+        # The installed LightGBM's own fit code, arguments and all: whatever its version
+        # accepts (4.7 added eval_X/eval_y) is accepted and checked exactly as there.
+        _lightgbm.sklearn_fit_with_train(train)(self, *args, **kwargs)
         if not engine_runs:
             raise RuntimeError(
                 "LightGBM's fit returned without calling smart_lgbm.train; this lightgbm version "
@@ -215,6 +184,8 @@ class _EngineFit(lgb.LGBMModel):
             )
         self._sampling_record = record
         return self
+
+    fit.__signature__ = inspect.signature(lgb.LGBMModel.fit)  # type: ignore[attr-defined]
 
     @property
     def sampling_record_(self) -> dict[str, list[Any]]:

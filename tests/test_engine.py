@@ -312,8 +312,10 @@ def test_huge_lightgbm_init_scores_match_stock_and_stay_untouched():
     ({"boosting": "dart"}, "boosting"),
     ({"boosting_type": "rf"}, "boosting"),
     ({"data_sample_strategy": "goss"}, "goss"),
-    ({"bagging_fraction": 0.5, "bagging_freq": 1}, "bagging_fraction"),
-    ({"subsample": 0.5}, "bagging_fraction"),
+    ({"bagging_fraction": 0.5, "bagging_freq": 1}, "bagging_fraction=0.5 with bagging_freq=1"),
+    ({"subsample": 0.5, "subsample_freq": 2}, "bagging_fraction=0.5 with bagging_freq=2"),
+    ({"pos_bagging_fraction": 0.5, "bagging_freq": 1}, "pos_bagging_fraction=0.5 with bagging_freq=1"),
+    ({"neg_bagging_fraction": 0.5, "bagging_freq": "1"}, "neg_bagging_fraction=0.5 with bagging_freq='1'"),
     ({"num_class": 3}, "num_class"),
     ({"objective": "huber"}, "objective"),
     ({"linear_tree": True}, "linear_tree"),
@@ -323,6 +325,24 @@ def test_unsupported_params_fail_early(a9a_small, bad, match):
     (X, y), _ = a9a_small
     with pytest.raises(ValueError, match=match):
         sl.train({**BASE, "objective": "binary", **bad}, lgb.Dataset(X, y), 2)
+
+
+def test_bagging_fraction_without_bagging_freq_changes_nothing_as_in_stock(a9a_small):
+    # LightGBM bags only with bagging_freq > 0; a fraction alone is accepted and ignored
+    (X, y), (Xt, _) = a9a_small
+    params = {**BASE, "objective": "binary", "bagging_fraction": 0.5, "pos_bagging_fraction": 0.3}
+    ours = sl.train(params, lgb.Dataset(X, y), 10, sampler=sl.Full())
+    stock = lgb.train(params, lgb.Dataset(X, y), 10)
+    plain = lgb.train({**BASE, "objective": "binary"}, lgb.Dataset(X, y), 10)
+    np.testing.assert_allclose(ours.predict(Xt, raw_score=True), stock.predict(Xt, raw_score=True), rtol=0, atol=1e-6)
+    np.testing.assert_array_equal(stock.predict(Xt, raw_score=True), plain.predict(Xt, raw_score=True))
+    # switching bagging on during the run is refused, whichever of the two parameters does it
+    with pytest.raises(ValueError, match="bagging_fraction=0.5 with bagging_freq=1"):
+        sl.train({**params, "bagging_freq": 0}, lgb.Dataset(X, y), 3,
+                 callbacks=[lgb.reset_parameter(bagging_freq=[0, 1, 1])])
+    with pytest.raises(ValueError, match="bagging_fraction=0.5 with bagging_freq=1"):
+        sl.train({**BASE, "objective": "binary", "bagging_freq": 1, "bagging_fraction": 1.0}, lgb.Dataset(X, y), 3,
+                 callbacks=[lgb.reset_parameter(bagging_fraction=[1.0, 0.5, 0.5])])
 
 
 def test_bad_data_fails_early(a9a_small):

@@ -5,6 +5,8 @@ A LightGBM upgrade that changes one of these behaviours fails here first.
 
 from __future__ import annotations
 
+import re
+
 import lightgbm as lgb
 import numpy as np
 import pandas as pd
@@ -23,8 +25,15 @@ def data():
 
 
 def test_supported_version():
-    L.check_version()
-    assert lgb.__version__.startswith("4.6.")
+    L.check_version()  # the installed one
+    assert lgb.__version__.startswith(tuple(v + "." for v in L.SUPPORTED_MINOR_VERSIONS))
+    assert L.SUPPORTED_LIGHTGBM == ">=4.6,<4.8"
+    for ok in ("4.6.0", "4.7.0", "4.7.0.99", "4.6.1rc1"):
+        L.check_version(ok)
+    for bad in ("4.5.0", "4.8.0", "5.0.0", "3.7", "dev"):
+        with pytest.raises(ImportError, match=r"lightgbm>=4\.6,<4\.8 \(versions 4\.6\.x, 4\.7\.x\); found lightgbm "
+                           + re.escape(bad)):
+            L.check_version(bad)
 
 
 def test_param_aliases_are_lightgbms():
@@ -335,3 +344,104 @@ def test_pyarrow_table_test_is_lightgbms():
     except ImportError:  # without pyarrow LightGBM tests against this placeholder class
         table = pa_Table()
     assert L.is_pyarrow_table(table) and not L.is_pyarrow_table(np.zeros((1, 1)))
+
+
+# --------------------------------------------------------------------------- callbacks' evaluation results
+
+
+def _stock_results(data):
+    """What stock lightgbm.train hands its callbacks, and the exception early stopping raises."""
+    X, y = data
+    seen, stopped = [], []
+    stopper = lgb.early_stopping(1, verbose=False, min_delta=1.0)  # stops at the second iteration
+
+    def spy(env):
+        seen.append(list(env.evaluation_result_list))
+        try:
+            stopper(env)
+        except lgb.callback.EarlyStopException as exc:
+            stopped.append(exc)
+            raise
+
+    train = lgb.Dataset(X, y)
+    booster = lgb.train({"objective": "binary", "metric": ["auc", "binary_logloss"], "verbosity": -1}, train, 5,
+                        valid_sets=[lgb.Dataset(X[:500], y[:500], reference=train)], valid_names=["v"],
+                        callbacks=[spy])
+    return seen, stopped, booster
+
+
+def test_evaluation_results_have_the_form_stock_train_gives_callbacks(data):
+    seen, stopped, booster = _stock_results(data)
+    stock = seen[0][0]
+    ours = L.evaluation_result(stock[0], stock[1], stock[2], stock[3])
+    # same type (EvalResult in 4.7, tuple in 4.6), same items in the same order
+    assert type(ours) is type(stock) and ours == stock and len(ours) == len(stock) == 4
+    assert tuple(ours) == ("v", "auc", stock[2], True)
+    if hasattr(lgb, "EvalResult"):  # 4.7 on: the stock callbacks read the named fields
+        assert (ours.dataset_name, ours.metric_name, ours.metric_value, ours.maximize) == tuple(stock)
+        assert not ours.is_cv_result()
+    # EarlyStopException.best_score: what the engine reads back after early stopping
+    [exc] = stopped
+    assert [type(r) for r in exc.best_score] == [type(ours)] * 2
+    assert L.best_score_of(exc.best_score) == booster.best_score
+    assert L.best_score_of(exc.best_score)["v"]["binary_logloss"] == exc.best_score[1][2]
+    # and the same from an exception a callback written for 4.6 raises with plain tuples
+    legacy = lgb.callback.EarlyStopException(0, [tuple(r) for r in exc.best_score])
+    assert L.best_score_of(legacy.best_score) == booster.best_score
+    assert L.best_score_of(None) == {}
+
+
+# --------------------------------------------------------------------------- scikit-learn internals
+
+
+def _set_label_error(label, n):
+    """The exception LightGBM's own Dataset.set_label raises for ``label`` (None if it converts)."""
+    ds = lgb.Dataset(np.zeros((n, 1)), params={"verbosity": -1}).construct()
+    try:
+        ds.set_label(label)
+    except Exception as exc:  # noqa: BLE001 - compared below
+        return exc
+    return None
+
+
+@pytest.mark.parametrize("label", [
+    np.array(["a", "b", "a", "b"]),
+    ["a", "b", "a", "b"],
+    [1.0, 0.0, 1.0, 0.0],
+    np.array([[1.0], [0.0], [1.0], [0.0]]),
+    np.array([True, False, True, False]),
+    np.array([1, 0, 1, 0], dtype=object),
+    np.array([{}, {}, {}, {}]),
+], ids=["str-array", "str-list", "float-list", "column", "bool", "object-ints", "dicts"])
+def test_sklearn_check_label_refuses_what_set_label_refuses(label):
+    import pandas as pd
+
+    for value in (label, pd.Series(label) if np.ndim(label) == 1 else pd.DataFrame(label),
+                  pd.DataFrame({"a": [1, 0, 1, 0], "b": [0, 1, 0, 1]})):
+        stock = _set_label_error(value, 4)
+        if stock is None:
+            L.sklearn_check_label(value)
+            continue
+        with pytest.raises(type(stock)) as ours:
+            L.sklearn_check_label(value)
+        assert str(ours.value) == str(stock)
+
+
+def test_sklearn_record_feature_names_as_construction_does():
+    import pandas as pd
+    import scipy.sparse as sp
+
+    X = np.random.default_rng(0).normal(size=(50, 3))
+    cases = [(X, "auto"), (X, ["a", "b", "c"]), (sp.csr_matrix(X), "auto"),
+             (pd.DataFrame(X, columns=["a", "b", "c"]), "auto")]
+    for data, names in cases:
+        constructed = lgb.Dataset(data, label=X[:, 0] > 0, feature_name=names, params={"verbosity": -1}).construct()
+        fresh = lgb.Dataset(data, label=X[:, 0] > 0, feature_name=names)
+        L.sklearn_record_feature_names(fresh)
+        assert fresh._handle is None  # still not constructed
+        if hasattr(lgb, "EvalResult"):  # 4.7 on: LGBMModel.fit reads the flag construction sets
+            assert fresh._has_non_default_feature_names == constructed._has_non_default_feature_names
+            assert constructed._has_non_default_feature_names == (names != "auto" or isinstance(data, pd.DataFrame))
+        else:  # 4.6 has no such flag, and nothing is added
+            assert not hasattr(constructed, "_has_non_default_feature_names")
+            assert not hasattr(fresh, "_has_non_default_feature_names")
