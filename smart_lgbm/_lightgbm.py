@@ -157,22 +157,50 @@ def clear_field(handle: ctypes.c_void_p, field: str) -> None:
     _check(_LIB.LGBM_DatasetSetField(handle, _c_str(field), None, ctypes.c_int(0), ctypes.c_int(dtype)))
 
 
+def dataset_params_conflict(old: dict[str, Any], new: dict[str, Any]) -> str | None:
+    """LightGBM's message when ``new`` changes a binning parameter that a Dataset constructed
+    with ``old`` fixed (``max_bin``, ``min_data_in_bin``...), else None.
+
+    The check ``lightgbm.train`` makes (``LGBM_DatasetUpdateParamChecking``); both dicts must
+    hold Dataset parameters only (the check validates them as a whole configuration).
+    """
+    ret = _LIB.LGBM_DatasetUpdateParamChecking(_c_str(params_to_str(old)), _c_str(params_to_str(new)))
+    return None if ret == 0 else _LIB.LGBM_GetLastError().decode("utf-8")
+
+
+def num_features(handle: ctypes.c_void_p) -> int:
+    """The number of features of a C Dataset (LightGBM's total, unused ones included)."""
+    out = ctypes.c_int(0)
+    _check(_LIB.LGBM_DatasetGetNumFeature(handle, ctypes.byref(out)))
+    return int(out.value)
+
+
 def num_rows(handle: ctypes.c_void_p) -> int:
     out = ctypes.c_int32(0)
     _check(_LIB.LGBM_DatasetGetNumData(handle, ctypes.byref(out)))
     return int(out.value)
 
 
-def has_group(handle: ctypes.c_void_p) -> bool:
+def _has_field(handle: ctypes.c_void_p, field: str) -> bool:
     out_len = ctypes.c_int(0)
-    out_ptr = ctypes.POINTER(ctypes.c_int32)()
+    out_ptr = ctypes.c_void_p()
     out_type = ctypes.c_int(0)
     _check(
         _LIB.LGBM_DatasetGetField(
-            handle, _c_str("group"), ctypes.byref(out_len), ctypes.byref(out_ptr), ctypes.byref(out_type)
+            handle, _c_str(field), ctypes.byref(out_len), ctypes.byref(out_ptr), ctypes.byref(out_type)
         )
     )
     return out_len.value > 0
+
+
+def has_group(handle: ctypes.c_void_p) -> bool:
+    """Whether a C Dataset holds query boundaries."""
+    return _has_field(handle, "group")
+
+
+def has_init_score(handle: ctypes.c_void_p) -> bool:
+    """Whether a C Dataset holds initial scores (LightGBM's predictor then starts from them)."""
+    return _has_field(handle, "init_score")
 
 
 # --------------------------------------------------------------------------- one iteration

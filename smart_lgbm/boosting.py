@@ -1,0 +1,267 @@
+"""One engine run: tracked scores, the tree-fitting Booster and the boosting iteration.
+
+An iteration (:meth:`BoostingRun.step`):
+
+1. the loss computes ``g, h`` for every training row at the tracked raw scores;
+2. the sampler picks the rows ``S`` and their fitting gradients (importance-reweighted);
+3. LightGBM copies just those binned rows into a subset Dataset (bin mappers shared, so the
+   trees are valid for every row) and fits the iteration's tree(s) on it through the run's
+   one tree-fitting Booster (:class:`smart_lgbm._lightgbm.OneIterationBooster`): the
+   histogram work touches ``S`` only;
+4. every training and validation row gets the new trees' outputs added to its tracked
+   score by the compiled walk over the caller's raw features (:mod:`smart_lgbm.walk`).
+   Exceptions read the outputs from LightGBM instead: the training set when every row was
+   drawn (LightGBM's tree learner already added them from its partition of the rows, no
+   walk needed), and any set whose raw features are not in memory (LightGBM's binned
+   predictor: slower, said once per run).
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from typing import Any
+
+import numpy as np
+
+from . import _lightgbm
+from .engine_data import EngineSet
+from .losses.base import check_finite
+from .params import ENGINE_ONLY, LOSS_AND_METRIC_PARAMS, EngineConfig, canonicalize, check_seed, refuse_unsupported
+from .samplers import GradientHistory, Sample, Sampler, SamplingState
+from .walk import Forest, add_outputs
+
+# LightGBM adds an initial score only when it is larger than this (kEpsilon).
+_K_EPSILON = 1e-15
+
+
+def iteration_rng(seed: int, iteration: int) -> np.random.Generator:
+    """The random generator of one iteration: same seed and iteration, same draws.
+
+    Both the engine and :class:`smart_lgbm.SmartObjective` use it, so they draw the same
+    samples for the same seed.
+    """
+    return np.random.Generator(np.random.PCG64(np.random.SeedSequence([seed, iteration])))
+
+
+def class_major_float32(values: np.ndarray) -> np.ndarray:
+    """(m,) or (m, K) float -> contiguous float32 in LightGBM's class-major layout."""
+    if values.ndim == 1:
+        return np.ascontiguousarray(values, dtype=np.float32)
+    return np.ascontiguousarray(values.T, dtype=np.float32).reshape(-1)
+
+
+def check_sample(sample: Any, n: int, k: int, sampler: Sampler) -> None:
+    """Refuse a malformed sample early, naming the sampler (user samplers included)."""
+    if not isinstance(sample, Sample):
+        raise TypeError(f"{sampler!r}.sample() returned {type(sample).__name__}; expected a smart_lgbm.Sample")
+    idx = sample.indices
+    if not isinstance(idx, np.ndarray):
+        raise TypeError(f"{sampler!r} returned indices of type {type(idx).__name__}; expected a 1-D numpy array of "
+                        "int32 row indices")
+    if idx.ndim != 1:
+        raise ValueError(f"{sampler!r} returned indices of shape {idx.shape}; expected a 1-D array of row indices")
+    m = idx.shape[0]
+    if m < 1:
+        raise ValueError(f"{sampler!r} returned no rows; a sample needs at least one row")
+    if idx.dtype != np.int32:
+        raise TypeError(f"{sampler!r} returned indices of dtype {idx.dtype}; expected int32")
+    if idx[0] < 0 or idx[-1] >= n or (m > 1 and np.any(idx[1:] <= idx[:-1])):
+        raise ValueError(f"{sampler!r} returned indices that are not sorted, unique and in [0, {n})")
+    shape = (m,) if k == 1 else (m, k)
+    for name in ("grad", "hess"):
+        values = getattr(sample, name)
+        if not isinstance(values, np.ndarray) or not np.issubdtype(values.dtype, np.floating):
+            raise TypeError(f"{sampler!r} returned {name} of type {type(values).__name__}"
+                            f"{'' if not isinstance(values, np.ndarray) else ' ' + str(values.dtype)}; "
+                            f"expected a float numpy array of shape {shape}")
+        if values.shape != shape:
+            raise ValueError(f"{sampler!r} returned {name} of shape {values.shape}; expected {shape}")
+        check_finite(f"{'gradients' if name == 'grad' else 'hessians'} from {sampler!r}", values)
+
+
+class ScoredSet:
+    """A data set whose raw scores the run tracks, and how they get each tree's outputs."""
+
+    def __init__(self, data: EngineSet, k: int) -> None:
+        self.data = data
+        self.scores = np.zeros((data.num_rows, k)) if data.init_score is None else data.init_score.copy()
+
+    @property
+    def lightgbm_read(self) -> tuple[Any, int, np.ndarray | None]:
+        """What :meth:`OneIterationBooster.fit` needs to read the outputs through LightGBM."""
+        return self.data.handle, self.data.num_rows, self.data.native_init_score
+
+
+class BoostingRun:
+    """State of one engine run: scores, history, the tree-fitting Booster and the trees.
+
+    Parameters
+    ----------
+    cfg : EngineConfig
+    sampler : Sampler
+    train : EngineSet
+    valids : list of EngineSet
+    """
+
+    def __init__(self, cfg: EngineConfig, sampler: Sampler, train: EngineSet, valids: list[EngineSet]) -> None:
+        self.cfg = cfg
+        self.sampler = sampler
+        self.loss = cfg.loss
+        self.k = self.loss.num_model_per_iteration
+        self.history = GradientHistory(maxlen=sampler.history_length)
+        self.trees: list[str] = []
+        self.train = ScoredSet(train, self.k)
+        self.valids = [ScoredSet(v, self.k) for v in valids]
+        self.subset_params = _lightgbm.params_to_str(
+            {k: v for k, v in cfg.tree_params.items() if k in ("num_threads", "verbosity")}
+        )
+        self.fitter = _lightgbm.OneIterationBooster(cfg.booster_params(0), self.k, train.handle, self.subset_params)
+        self.params_changed = False  # by a reset_parameter callback since the last iteration
+        self._leaves: np.ndarray | None = None  # each training row's leaf, when the sampler needs it
+        # boost_from_average: folded into the first trees (LightGBM skips it given init
+        # scores); None once it is in the model
+        bias = self.loss.init_score(train.target) if train.init_score is None else np.zeros(self.k)
+        bias = np.where(np.abs(bias) > _K_EPSILON, bias, 0.0)
+        self.bias: np.ndarray | None = bias if np.any(bias) else None
+        self._warned_slow = False
+
+    @property
+    def raw(self) -> np.ndarray:
+        """The training rows' raw scores, shape (n, K)."""
+        return self.train.scores
+
+    def view(self, raw: np.ndarray) -> np.ndarray:
+        return raw[:, 0] if self.k == 1 else raw
+
+    def reset_parameter(self, params: dict[str, Any]) -> None:
+        """A ``reset_parameter`` callback's change, applied from the next iteration.
+
+        Tree parameters go to the tree-fitting Booster (LightGBM itself refuses the binning
+        parameters a constructed Dataset fixed); ``seed`` re-seeds the sampling and the trees
+        from the next iteration on; the parameters that define the loss or the metrics are
+        refused, as LightGBM refuses ``metric`` or ``num_class``; the rest (``num_iterations``,
+        ``early_stopping_round``...) are read once at the start, as in ``lightgbm.train``.
+        """
+        new = canonicalize(params)
+        refuse_unsupported({**self.cfg.params, **new})
+        changing = sorted(k for k in LOSS_AND_METRIC_PARAMS if k in new and new[k] != self.cfg.params.get(k))
+        if changing:
+            raise ValueError(
+                f"reset_parameter cannot change {', '.join(changing)} during training: they define the loss "
+                "and the metrics of the run; start a new smart_lgbm.train instead"
+            )
+        tree = {k: v for k, v in new.items() if k not in ENGINE_ONLY}
+        if tree:
+            self.cfg.tree_params.update(tree)
+            self.params_changed = True
+        if "seed" in new:
+            self.cfg.seed = check_seed(new["seed"])
+            self.params_changed = True
+        self.cfg.params.update(new)
+
+    def step(self, iteration: int) -> dict[str, Any]:
+        """One boosting iteration; returns its record (``num_trees`` = trees added).
+
+        An iteration whose trees cannot split adds no tree and changes no score, as in
+        LightGBM (where bagging then simply goes on with the next bag); only when the
+        very first iteration cannot split does the model get LightGBM's K constant trees
+        holding the initial score, so that it always loads and predicts.
+        """
+        t0 = time.perf_counter()
+        train = self.train.data
+        n = train.num_rows
+        raw = self.raw + self.bias if self.bias is not None else self.raw
+        grad, hess = self.loss.gradient_hessian(self.view(raw), train.target)
+        state = SamplingState(iteration, grad, hess, self.view(raw), self.loss, train.target, self.history)
+        sample = self.sampler.sample(state, iteration_rng(self.cfg.seed, iteration))
+        check_sample(sample, n, self.k, self.sampler)
+        self.history.push_gradient(grad)
+        t_sample = time.perf_counter()
+
+        all_rows = sample.size == n  # (indices are sorted and unique)
+        # Outputs read through LightGBM: the training set when every row was drawn (from the
+        # tree learner's partition) or when its raw features are not in memory, and any
+        # validation set without raw features.  The others are walked.
+        walk_train = not all_rows and train.raw is not None
+        through_lightgbm = ([] if walk_train else [self.train]) + [v for v in self.valids if v.data.raw is None]
+        self._warn_slow([s for s in through_lightgbm if not (s is self.train and all_rows)])
+        subset = None if all_rows else _lightgbm.SubsetHandle(train.handle, sample.indices, self.subset_params)
+        if self.params_changed or self.cfg.trees_draw_random_numbers():
+            self.fitter.set_params(self.cfg.booster_params(iteration))
+            self.params_changed = False
+        try:
+            fitted = self.fitter.fit(
+                train.handle if subset is None else subset.handle, class_major_float32(sample.grad),
+                class_major_float32(sample.hess), [s.lightgbm_read for s in through_lightgbm],
+                want_leaves=self.sampler.needs_leaves and not walk_train, bias=self.bias,
+            )
+        finally:
+            if subset is not None:
+                subset.free()
+        t_tree = time.perf_counter()
+        num_trees = 0
+        if fitted.finished:
+            if not self.trees:  # LightGBM's constant first trees: every row gets the initial score
+                num_trees = len(fitted.texts)
+                self.trees.extend(fitted.texts)
+                constant = np.array([values[0] for values in fitted.leaf_values])
+                for scored in [self.train, *self.valids]:
+                    scored.scores += constant
+                self.bias = None
+        else:
+            num_trees = len(fitted.texts)
+            self.trees.extend(fitted.texts)
+            for scored, outputs in zip(through_lightgbm, fitted.outputs):
+                scored.scores += outputs
+            walked = ([self.train] if walk_train else []) + [v for v in self.valids if v.data.raw is not None]
+            if walked:
+                forest = Forest.from_tree_texts(fitted.texts)
+                for scored in walked:
+                    leaves = self._leaf_buffer() if scored is self.train and self.sampler.needs_leaves else None
+                    add_outputs(scored.data.raw, forest, scored.scores, leaves)
+            if self.sampler.needs_leaves:
+                leaves = self._leaves if walk_train else fitted.leaves[0]
+                self.history.leaves = leaves[:, 0] if self.k == 1 else leaves
+            self.bias = None
+        t_end = time.perf_counter()
+        return {
+            "iteration": iteration,
+            "num_sampled": sample.size,
+            "sampling_rate": sample.size / n,
+            "num_trees": num_trees,
+            "sample_seconds": t_sample - t0,
+            "tree_seconds": t_tree - t_sample,
+            "update_seconds": t_end - t_tree,
+            "seconds": t_end - t0,
+        }
+
+    def _warn_slow(self, sets: list[ScoredSet]) -> None:
+        """Say once per run when scores go through LightGBM's binned predictor."""
+        if sets and not self._warned_slow:
+            self._warned_slow = True
+            names = ", ".join(repr(s.data.name) for s in sets)
+            warnings.warn(
+                f"no raw features in memory for {names} (built from a file, or constructed with free_raw_data=True): "
+                "their scores are updated through LightGBM's binned predictor, which is slower than the engine's "
+                "walk over raw features; keep the raw data (lightgbm.Dataset(X, y) unconstructed, or "
+                "free_raw_data=False) for the fast path", stacklevel=4)
+
+    def _leaf_buffer(self) -> np.ndarray:
+        if self._leaves is None:
+            self._leaves = np.empty((self.train.data.num_rows, self.k), dtype=np.int32)
+        return self._leaves
+
+    def will_repeat(self) -> bool:
+        """Whether the next iteration would repeat one that could not split exactly: no
+        random draw in the sampler or the trees, no parameter change since."""
+        return (getattr(self.sampler, "deterministic", False) and not self.params_changed
+                and not self.cfg.trees_draw_random_numbers())
+
+    def model_string(self, num_trees: int | None = None, parameters: str | None = None,
+                     metric: list[str] | None = None) -> str:
+        """The stock model of the trees so far (the first ``num_trees`` of them if given)."""
+        return _lightgbm.assemble_model_string(
+            self.fitter.header, self.trees[:num_trees], self.loss.model_objective_line(),
+            parameters or self.fitter.parameters, self.k, self.train.data.pandas_categorical, metric=metric,
+        )
