@@ -532,3 +532,59 @@ def test_saved_parameters_section_equals_stock(params, group):
     ours = sl.train(params, lgb.Dataset(X, y, group=group), 5).model_to_string()
     stock = lgb.train(params, lgb.Dataset(X, y, group=group), 5).model_to_string()
     assert split_model_string(ours)[2] == split_model_string(stock)[2]
+
+
+def test_dataset_subsets_train_and_validate_like_stock(a9a_small):
+    (X, y), _ = a9a_small
+    rows = np.random.default_rng(0).permutation(len(y))
+    fit_rows, valid_rows = np.sort(rows[:3000]), np.sort(rows[3000:])
+    params = {**BASE, "objective": "binary"}
+
+    def subsets():
+        full = lgb.Dataset(X, y, params={"verbosity": -1})
+        return full, full.subset(fit_rows), full.subset(valid_rows)
+
+    full, train, valid = subsets()
+    ours_res, stock_res = {}, {}
+    ours = sl.train(params, train, 10, sampler=sl.Full(), valid_sets=[valid],
+                    callbacks=[lgb.record_evaluation(ours_res)])
+    assert full._handle is None and train._handle is None  # the caller's Datasets stay as they were
+    _, s_train, s_valid = subsets()
+    stock = lgb.train(params, s_train, 10, valid_sets=[s_valid], callbacks=[lgb.record_evaluation(stock_res)])
+    np.testing.assert_allclose(ours.predict(X, raw_score=True), stock.predict(X, raw_score=True), atol=1e-9)
+    np.testing.assert_allclose(ours_res["valid_0"]["binary_logloss"], stock_res["valid_0"]["binary_logloss"],
+                               rtol=1e-12)
+    # a subset of a constructed Dataset too, sampled
+    built = lgb.Dataset(X, y, free_raw_data=False, params={"verbosity": -1}).construct()
+    sampled = sl.train(params, built.subset(fit_rows), 5, sampler=sl.FirstOrder(rate=0.3),
+                       valid_sets=[built.subset(valid_rows)])
+    assert sampled.num_trees() == 5
+
+
+def test_binning_parameters_on_a_constructed_dataset_behave_as_in_stock(a9a_small):
+    (X, y), _ = a9a_small
+    params = {**BASE, "objective": "binary", "max_bin": 7}
+    freed = lgb.Dataset(X, y, params={"verbosity": -1}).construct()
+    with pytest.raises(lgb.basic.LightGBMError, match="Cannot change max_bin after constructed Dataset handle"):
+        sl.train(params, freed, 3)
+    with pytest.raises(lgb.basic.LightGBMError, match="Cannot change max_bin"):
+        lgb.train(params, lgb.Dataset(X, y, params={"verbosity": -1}).construct(), 3)
+    # with the raw data kept, both bin it again with the new parameters
+    ours = sl.train(params, lgb.Dataset(X, y, free_raw_data=False, params={"verbosity": -1}).construct(), 3,
+                    sampler=sl.Full())
+    stock = lgb.train(params, lgb.Dataset(X, y, free_raw_data=False, params={"verbosity": -1}).construct(), 3)
+    np.testing.assert_allclose(ours.predict(X, raw_score=True), stock.predict(X, raw_score=True), atol=1e-9)
+    assert "[max_bin: 7]" in ours.model_to_string()
+
+
+def test_validation_set_constructed_without_reference(a9a_small):
+    (X, y), (Xt, yt) = a9a_small
+    params = {**BASE, "objective": "binary"}
+    ours_res, stock_res = {}, {}
+    valid = lgb.Dataset(Xt, yt, free_raw_data=False, params={"verbosity": -1}).construct()  # its own bins
+    sl.train(params, lgb.Dataset(X, y), 5, sampler=sl.Full(), valid_sets=[valid],
+             callbacks=[lgb.record_evaluation(ours_res)])
+    valid = lgb.Dataset(Xt, yt, free_raw_data=False, params={"verbosity": -1}).construct()
+    lgb.train(params, lgb.Dataset(X, y), 5, valid_sets=[valid], callbacks=[lgb.record_evaluation(stock_res)])
+    np.testing.assert_allclose(ours_res["valid_0"]["binary_logloss"], stock_res["valid_0"]["binary_logloss"],
+                               rtol=1e-12)
