@@ -330,8 +330,14 @@ class Evaluator:
             return [f"multi_error@{self.options.multi_error_top_k}"]
         return [name]
 
-    def _check(self, target: Target) -> None:
-        """The checks LightGBM makes when it sets a metric up on a data set, once per target."""
+    def check(self, target: Target) -> None:
+        """Refuse data a metric cannot use (``ValueError`` naming the metric), once per target.
+
+        These are the checks LightGBM makes when it sets a metric up on a data set: query
+        groups for ``ndcg``/``map``, labels > 0 for the gamma metrics, labels in [0, 1] for
+        the cross-entropies.  :meth:`evaluate` makes them; stock LightGBM also makes them on
+        the training set (when its Booster is created), whether or not it is evaluated.
+        """
         key = ("metrics_checked", tuple(self.names))
         if target.cache.get(key):
             return
@@ -343,7 +349,7 @@ class Evaluator:
 
     def evaluate(self, raw: np.ndarray, target: Target) -> list[tuple[str, float, bool]]:
         """[(output name, value, higher is better), ...] as LightGBM reports them."""
-        self._check(target)
+        self.check(target)
         scores = _Scores(raw, self.loss)
         out = []
         for name in self.names:

@@ -327,3 +327,31 @@ def test_engine_reports_metric_parameters_like_lightgbm(rng):
     assert list(record["v"]) == [name for name, _, _ in stock] == ["multi_error@2", "auc_mu"]
     for name, value, _ in stock:
         assert record["v"][name][-1] == pytest.approx(value, rel=1e-12)
+
+
+def test_engine_evaluation_and_early_stopping_follow_stock(a9a_small):
+    """The whole evaluation path of smart_lgbm.train against lightgbm.train on the same
+    (Full) training run: names, order, values per iteration, and the iteration that
+    first_metric_only early stopping picks."""
+    import smart_lgbm as sl
+
+    (X, y), (Xt, yt) = a9a_small
+    wt = np.random.default_rng(4).uniform(0.5, 2.0, yt.size)
+    gt = np.full(yt.size // 40, 40)
+    params = {"objective": "binary", "metric": ["average_precision", "map", "binary_logloss", "cross_entropy"],
+              "eval_at": [3, 1], "first_metric_only": True, "early_stopping_round": 5, "num_leaves": 15,
+              "learning_rate": 0.3, "verbosity": -1}
+    records: list[dict] = [{}, {}]
+    g = np.full(y.size // 40, 40)  # stock LightGBM sets every metric up on the training set too
+    ours = sl.train(params, lgb.Dataset(X, y, group=g), 80, sampler=sl.Full(),
+                    valid_sets=[lgb.Dataset(Xt, yt, weight=wt, group=gt)], valid_names=["v"],
+                    callbacks=[lgb.record_evaluation(records[0])])
+    train = lgb.Dataset(X, y, group=g)
+    stock = lgb.train(params, train, 80, valid_sets=[lgb.Dataset(Xt, yt, weight=wt, group=gt, reference=train)],
+                      valid_names=["v"], callbacks=[lgb.record_evaluation(records[1])])
+    mine, theirs = records
+    assert list(mine["v"]) == list(theirs["v"]) == ["average_precision", "map@1", "map@3", "binary_logloss",
+                                                    "cross_entropy"]
+    for name in theirs["v"]:
+        np.testing.assert_allclose(mine["v"][name], theirs["v"][name], rtol=0, atol=1e-6, err_msg=name)
+    assert 0 < ours.best_iteration == stock.best_iteration < 80
