@@ -128,16 +128,10 @@ def map_at(
 
     Parameters
     ----------
-    raw : ndarray of shape (n,)
-        Scores.
+    raw, group, ks, weight
+        As in :func:`ndcg_at`.
     label : ndarray of shape (n,)
         Labels; a document is relevant when its label is above 0.5.
-    group : ndarray of shape (n_queries,)
-        Query sizes, summing to ``n``.
-    ks : int or sequence of int
-        Cut-offs, each >= 1.
-    weight : ndarray of shape (n,), optional
-        Instance weights; LightGBM turns them into per-query weights (mean over the query).
 
     Returns
     -------
