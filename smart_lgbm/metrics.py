@@ -245,10 +245,10 @@ def _positive(params: Mapping[str, Any], key: str, default: float) -> float:
 
 def _eval_at(params: Mapping[str, Any]) -> tuple[int, ...]:
     value = params.get("eval_at", None)
-    if value is None:
-        return MetricOptions.eval_at
-    values = number_list(value, "eval_at")
-    if not values or any(v != int(v) for v in values):
+    values = [] if value is None else number_list(value, "eval_at")
+    if not values:
+        return MetricOptions.eval_at  # LightGBM's default for an empty eval_at too
+    if any(v != int(v) for v in values):
         raise TypeError(f"eval_at must be a list of positive integers, got {value!r}")
     if any(v <= 0 for v in values):
         raise ValueError(f"eval_at must contain positive integers, got {value!r}")
@@ -312,8 +312,10 @@ class Evaluator:
 
     def __init__(self, params: Mapping[str, Any] | Sequence[str], loss: Loss,
                  eval_at: Sequence[int] | None = None) -> None:
-        if not isinstance(params, Mapping):
+        if isinstance(params, (list, tuple)):
             params = {"metric": list(params) or "None", "eval_at": eval_at}
+        elif not isinstance(params, Mapping):
+            raise TypeError(f"params must be a mapping of LightGBM parameters, got {type(params).__name__}")
         elif eval_at is not None:
             raise TypeError("give eval_at inside params, not as a separate argument")
         self.loss = loss

@@ -206,10 +206,12 @@ def test_metric_parameter_parsing_follows_lightgbm(rng):
         {"metric": "none"},
         {"metric": "binary,xentropy,kldiv,mean_absolute_percentage_error"},
         {"metric_types": "auc", "metric_freq": 5, "is_provide_training_metric": True},  # CLI-only ones ignored
+        {"metric": "ndcg,map", "eval_at": []},  # empty eval_at: the default 1..5
     ]
+    group = np.full(n // 10, 10)
     for extra in cases:
         params = {"objective": "binary", **extra}
-        assert_same(lightgbm_on_scores(params, raw, y), ours(params, raw, y))
+        assert_same(lightgbm_on_scores(params, raw, y, group=group), ours(params, raw, y, group=group))
 
 
 def test_objective_rmse_reports_l2_like_lightgbm(rng):
@@ -285,6 +287,8 @@ def test_legacy_engine_call_keeps_working():
     assert Evaluator([], BinaryLogloss(), [1]).output_names == []
     with pytest.raises(TypeError, match="eval_at inside params"):
         Evaluator({"metric": "auc"}, BinaryLogloss(), [1])
+    with pytest.raises(TypeError, match="params must be a mapping"):
+        Evaluator("auc", BinaryLogloss())
 
 
 def test_engine_validation_ndcg_is_weighted_like_lightgbm():
