@@ -125,6 +125,11 @@ def resolve_loss(params: dict[str, Any]) -> Loss:
     if name == "binary":
         return BinaryLogloss(sigmoid=_number(params, "sigmoid", 1.0), boost_from_average=boost_from_average)
     if name == "regression":
+        if _flag(params.get("reg_sqrt", False)):
+            # LightGBM would fit sqrt(label) and square every prediction (and what its
+            # metrics see); SquaredError does neither, so the result would silently differ.
+            raise ValueError("reg_sqrt=True is not supported by the engine; fit a CustomLoss on np.sqrt(label) "
+                             "(and square its predictions), or use stock lightgbm.train")
         # "rmse" and its aliases are the L2 objective; lightgbm.train's default metric for
         # all of them is l2 (the objective alias does not carry over to the metric).
         return SquaredError(boost_from_average=boost_from_average)

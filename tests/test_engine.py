@@ -316,6 +316,7 @@ def test_huge_lightgbm_init_scores_match_stock_and_stay_untouched():
     ({"subsample": 0.5}, "bagging_fraction"),
     ({"num_class": 3}, "num_class"),
     ({"objective": "huber"}, "objective"),
+    ({"objective": "regression", "reg_sqrt": True}, "reg_sqrt=True is not supported"),
     ({"linear_tree": True}, "linear_tree"),
     ({"seed": -1}, "seed"),
 ])
