@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._curve_metric_kernels import auc_mu_pair_sums
 from .losses.base import Target
 from .pointwise_metrics import K_EPSILON
 
@@ -91,6 +90,8 @@ def auc_mu(raw: np.ndarray, target: Target, class_weights: np.ndarray) -> float:
 
     A class without rows (or without weight) makes the value NaN, as in LightGBM.
     """
+    from ._curve_metric_kernels import auc_mu_pair_sums  # numba: imported when auc_mu runs
+
     num_class = class_weights.shape[0]
     labels = target.label.astype(np.int64)
     members = np.argsort(labels, kind="stable")

@@ -20,7 +20,6 @@ import math
 
 import numpy as np
 
-from ._pointwise_metric_kernels import logf
 from .losses.base import Target
 
 #: LightGBM's ``kEpsilon``: ``1e-15f``, a float32 widened to double.
@@ -100,6 +99,8 @@ def mape(pred: np.ndarray, target: Target) -> float:
 
 
 def gamma(pred: np.ndarray, target: Target) -> float:
+    from ._pointwise_metric_kernels import logf  # numba: imported when the gamma metric runs
+
     label = target.label  # > 0 (checked)
     with np.errstate(divide="ignore", invalid="ignore"):
         theta = -1.0 / pred
