@@ -22,13 +22,13 @@ import numpy as np
 from lightgbm import callback as lgb_callback
 
 from . import _lightgbm
-from .boosting import BoostingRun, ScoredSet, check_sample, class_major_float32, iteration_rng
+from .boosting import BoostingRun, ScoredSet
 from .engine_data import prepare_train, prepare_valid
-from .metrics import ALIASES, Evaluator
+from .metrics import Evaluator
 from .params import dataset_params, make_config
 from .samplers import Sampler, make_sampler
 
-__all__ = ["check_sample", "class_major_float32", "iteration_rng", "train"]
+__all__ = ["train"]
 
 
 @contextmanager
@@ -119,8 +119,9 @@ def train(
             continue
         valids.append(prepare_valid(valid, name or f"valid_{i}", train_data, cfg.loss, ds_params))
         eval_sets.append((valids[-1].name, len(valids) - 1))
-    evaluator = Evaluator(cfg.metrics, cfg.loss, cfg.eval_at)
-    metric_names = [ALIASES.get(m.lower(), m.lower()) for m in cfg.metrics]
+    evaluator = cfg.evaluator
+    evaluator.check(train_data.target)  # as LightGBM, which checks every metric on the training data
+    metric_names = evaluator.names
 
     with _numba_threads(int(cfg.tree_params.get("num_threads", 0))):
         run = BoostingRun(cfg, sampler, train_data, valids)

@@ -1,33 +1,101 @@
-"""The drop-in for existing ``lightgbm.train`` jobs: a custom objective that samples.
+"""The drop-in for existing LightGBM jobs: one custom objective that samples, for every interface.
 
-``SmartObjective`` goes where ``params["objective"]`` goes.  Each iteration it computes the
-loss's gradients for all rows, draws the sampler's sample (with the engine's per-iteration
-random generator, so the same seed and the same scores give the same sample as
-:func:`smart_lgbm.train`) and returns the importance-reweighted, regularised ``g~``/``h~``
-with zeros for the rows not drawn.
+``SmartObjective`` goes where a custom objective goes: ``params["objective"]`` of
+``lightgbm.train`` and ``lightgbm.cv``, or ``objective=`` of ``LGBMClassifier``,
+``LGBMRegressor`` and ``LGBMRanker``.  It tells the two calling conventions apart by its
+arguments: ``lightgbm.train``/``cv`` call ``objective(preds, train_data)``, the
+scikit-learn estimators ``objective(y_true, y_pred, weight, group)``.  Each iteration it
+computes the loss's gradients for all rows, draws the sampler's sample (with the engine's
+per-iteration random generator, so the same seed and the same scores give the same sample
+as :func:`smart_lgbm.train`) and returns the importance-reweighted, regularised
+``g~``/``h~`` with zeros for the rows not drawn.  Its ``callback`` (a ``before_iteration``
+callback for ``callbacks=[...]``) numbers the iterations, starts each run afresh and, for
+``SecondOrder`` with ``eta > 0``, hands over the leaves of the newest tree.
+
+State per training set: the objective keeps one small record per training set it is
+called with (keyed by the label array LightGBM hands over, which is the same object every
+iteration), so the folds of ``lightgbm.cv`` each keep their own gradient history.
 
 This gives SMART's estimator but **not its speed-up**: LightGBM still builds histograms
 over every row (zero-gradient rows cost full price and still count towards
-``min_data_in_leaf``).  For the speed-up use :func:`smart_lgbm.train`, which hands the tree
-learner only the sampled rows.
+``min_data_in_leaf``).  For the speed-up use :func:`smart_lgbm.train` or the estimators
+in :mod:`smart_lgbm.sklearn`, which hand the tree learner only the sampled rows.
 """
 
 from __future__ import annotations
 
+import functools
+import warnings
+import weakref
+from dataclasses import dataclass
 from typing import Any
 
 import lightgbm as lgb
 import numpy as np
 from lightgbm.callback import CallbackEnv
 
-from .engine import iteration_rng
+from . import _lightgbm
+from .boosting import iteration_rng
 from .losses.base import Loss, Target
 from .params import canonicalize, resolve_loss
 from .samplers import GradientHistory, Sample, Sampler, SamplingState, make_sampler
 
 
+def stream_rng(seed: int, iteration: int, stream: int | None) -> np.random.Generator:
+    """The random generator of one iteration of sampling stream ``stream``.
+
+    ``stream=None`` is the engine's own stream (:func:`smart_lgbm.boosting.iteration_rng`);
+    every integer ``stream`` is an independent stream of the same seed (numpy's
+    ``SeedSequence`` spawn key), for example one per Dask worker.
+    """
+    if stream is None:
+        return iteration_rng(seed, iteration)
+    return np.random.Generator(np.random.PCG64(np.random.SeedSequence([seed, iteration], spawn_key=(stream,))))
+
+
+def _non_negative_int(value: Any, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+        raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
+    return int(value)
+
+
+@dataclass
+class _Run:
+    """What the objective keeps about one training set between iterations."""
+
+    label_ref: weakref.ref
+    weight: Any
+    group: Any
+    target: Target
+    history: GradientHistory
+    calls: int = 0
+    pending_iteration: int | None = None  # set by the callback before each iteration
+    has_callback: bool = False
+
+
+def _forget(runs: dict, key: int, ref: weakref.ref) -> None:
+    """Drop the record of a training set whose label array has been freed."""
+    run = runs.get(key)
+    if run is not None and run.label_ref is ref:
+        del runs[key]
+
+
+class _IterationCallback:
+    """``obj.callback``: a picklable ``before_iteration`` callback bound to its objective."""
+
+    def __init__(self, objective: SmartObjective) -> None:
+        self.objective = objective
+        # instance attributes: lightgbm.train sets a default ``order`` in the instance dict
+        self.before_iteration = True
+        self.order = 0
+
+    def __call__(self, env: CallbackEnv) -> None:
+        self.objective._before_iteration(env)
+
+
 class SmartObjective:
-    """Custom objective ``(preds, train_data) -> (grad, hess)`` that samples rows.
+    """Custom objective that samples rows, for ``lightgbm.train``, ``lightgbm.cv`` and the
+    scikit-learn estimators, as one picklable object.
 
     Parameters
     ----------
@@ -38,119 +106,224 @@ class SmartObjective:
         Default ``FirstOrder(rate=0.1)``.
     seed : int, default=0
         Seeds the per-iteration random generator exactly as the engine's ``seed``.
+    stream : int or None, default=None
+        Sampling stream: None draws the engine's samples; an integer gives an independent
+        stream of the same seed (one per worker process, so that workers that each see
+        their own rows do not draw with the same numbers).  May be set later
+        (``obj.stream = rank``).
     **objective_params
         LightGBM parameters of the objective (``sigmoid``, ``num_class``, ``label_gain``...).
 
     Attributes
     ----------
     callback : callable
-        A ``before_iteration`` callback for ``lightgbm.train(callbacks=[...])`` that tells the
-        objective the iteration number (needed for reproducible seeding across runs) and,
-        for :class:`SecondOrder`, the leaves of the newest tree.  Without it the objective
-        counts its own calls.
+        ``before_iteration`` callback for ``callbacks=[obj.callback]``: numbers the
+        iterations (``env.iteration``), starts each run afresh and, for
+        ``SecondOrder(anchor_lag=..., eta > 0)``, gives the objective the leaves of the
+        newest tree (which only it can get: an objective sees no model).  Without it the
+        objective counts its calls per training set; ``SecondOrder`` with ``eta > 0`` then
+        refuses to run.
     record : dict of lists
-        Per iteration ``num_sampled`` and ``sampling_rate``.
+        ``num_sampled`` and ``sampling_rate`` per objective call (per iteration; under
+        ``lightgbm.cv`` per fold and iteration).  Cleared when a run starts (with the callback).
     last_sample : Sample or None
         The most recent sample (indices and fitting gradients).
 
     Notes
     -----
-    LightGBM does not boost from the average with a custom objective; as with any custom
-    objective, set the Dataset's ``init_score`` (see :meth:`init_score`) to start where the
-    stock objective would.  SecondOrder with ``eta > 0`` needs each row's leaf in the newest
-    tree, which this path can only get by predicting on the raw data: build the Dataset
-    with ``free_raw_data=False``.
+    * LightGBM does not boost from the average with a custom objective; as with any custom
+      objective, give the data the ``init_score`` the stock objective would start from
+      (:meth:`init_score`).
+    * With a custom objective, LightGBM's estimators return raw scores from ``predict``
+      and ``predict_proba`` (LightGBM's own rule); ``obj.loss.transform(raw)`` gives
+      probabilities.  :class:`smart_lgbm.SmartClassifier` has none of this.
+    * SecondOrder with ``eta > 0`` needs each row's leaf in the newest tree, which the
+      callback gets by predicting on the raw training data: build the Dataset with
+      ``free_raw_data=False`` (the scikit-learn estimators free it, so there use the
+      ``smart_lgbm`` estimators or ``eta=0``).
+    * Pickling keeps the configuration and ``record``; per-run state (gradient history,
+      cached labels, ``last_sample``) starts afresh after unpickling.  ``copy.deepcopy``
+      returns the object itself, because ``lightgbm.train`` deep-copies its parameters and
+      the objective must stay the one ``callback`` and ``record`` belong to.
 
     Examples
     --------
     >>> obj = SmartObjective("binary", FirstOrder(rate=0.2), seed=1)          # doctest: +SKIP
     >>> booster = lgb.train({"objective": obj}, dtrain, 100, callbacks=[obj.callback])  # doctest: +SKIP
+    >>> clf = lgb.LGBMClassifier(objective=obj).fit(X, y, callbacks=[obj.callback])    # doctest: +SKIP
     """
 
     def __init__(self, objective: str | Loss = "binary", sampler: Sampler | str | None = None, *, seed: int = 0,
-                 **objective_params: Any) -> None:
+                 stream: int | None = None, **objective_params: Any) -> None:
         self.loss = resolve_loss(canonicalize({"objective": objective, **objective_params}))
         self.sampler = make_sampler(sampler if sampler is not None else "first_order")
-        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-            raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
-        self.seed = int(seed)
+        self.seed = _non_negative_int(seed, "seed")
+        self.stream = stream
         self.record: dict[str, list] = {"num_sampled": [], "sampling_rate": []}
         self.last_sample: Sample | None = None
-        self._history = GradientHistory(maxlen=self.sampler.history_length)
-        self._iteration: int | None = None
-        self._calls = 0
-        self._target: Target | None = None
-        self._target_of: tuple | None = None
+        self.callback = _IterationCallback(self)
+        self._runs: dict[int, _Run] = {}
 
-        def callback(env: CallbackEnv) -> None:
-            self._iteration = env.iteration
-            if self.sampler.needs_leaves and env.iteration > 0:
-                self._history.leaves = self._newest_leaves(env)
+    @property
+    def stream(self) -> int | None:
+        return self._stream
 
-        callback.before_iteration = True  # type: ignore[attr-defined]
-        callback.order = 0  # type: ignore[attr-defined]
-        self.callback = callback
+    @stream.setter
+    def stream(self, value: int | None) -> None:
+        self._stream = None if value is None else _non_negative_int(value, "stream")
 
-    def __deepcopy__(self, memo: dict) -> "SmartObjective":
-        # lightgbm.train deep-copies params; the objective must stay the object whose
-        # ``callback`` and ``record`` the caller holds.
+    # ------------------------------------------------------------------ protocol
+
+    def __call__(self, preds_or_y_true: Any, dataset_or_y_pred: Any, weight: Any = None,
+                 group: Any = None) -> tuple[np.ndarray, np.ndarray]:
+        """Sampled, reweighted gradients and hessians (zeros for the rows not drawn).
+
+        Called as ``objective(preds, train_data)`` by ``lightgbm.train``/``cv`` and as
+        ``objective(y_true, y_pred, weight, group)`` by LightGBM's scikit-learn estimators.
+        """
+        if isinstance(dataset_or_y_pred, lgb.Dataset):
+            data = dataset_or_y_pred
+            return self._sampled_gradients(preds_or_y_true, data.get_label(), data.get_weight(), data.get_group())
+        return self._sampled_gradients(dataset_or_y_pred, preds_or_y_true, weight, group)
+
+    @property
+    def sklearn(self) -> SmartObjective:
+        """Deprecated: the objective itself now works in LightGBM's scikit-learn API."""
+        warnings.warn("SmartObjective.sklearn is deprecated: pass the objective itself, "
+                      "LGBMClassifier(objective=obj)", DeprecationWarning, stacklevel=2)
         return self
 
+    def __deepcopy__(self, memo: dict) -> SmartObjective:
+        return self
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_runs"] = {}  # per-run state: weak references and arrays of a finished run
+        state["last_sample"] = None
+        return state
+
+    def __repr__(self) -> str:
+        return f"SmartObjective({self.loss!r}, {self.sampler!r}, seed={self.seed}, stream={self.stream})"
+
+    # ------------------------------------------------------------------ initial score
+
     def init_score(self, train_data: lgb.Dataset) -> np.ndarray:
-        """Initial scores the stock objective would start from (``boost_from_average``)."""
-        target = self._target_for(train_data.get_label(), train_data.get_weight(), train_data.get_group())
+        """Initial scores the stock objective would start from (``boost_from_average``).
+
+        Works on a constructed Dataset and on one not constructed yet (whose label, weight
+        and group are read as given, without constructing it).
+        """
+        if not isinstance(train_data, lgb.Dataset):
+            raise TypeError(f"train_data must be a lightgbm.Dataset, got {type(train_data).__name__}")
+        if _lightgbm.handle_of(train_data) is not None:
+            label, weight, group = train_data.get_label(), train_data.get_weight(), train_data.get_group()
+        else:
+            label, weight, group = train_data.label, train_data.weight, train_data.group
+            if label is None:
+                raise ValueError("init_score needs the Dataset's labels, which this Dataset only has once "
+                                 "constructed (it was built from a file or by Dataset.subset): call "
+                                 "train_data.construct() first")
+        target = self._target(label, weight, group)
         scores = np.tile(self.loss.init_score(target), (target.num_rows, 1))
         return scores[:, 0] if self.loss.num_model_per_iteration == 1 else scores
 
-    def _target_for(self, label: Any, weight: Any, group: Any) -> Target:
-        # lightgbm hands the same label array every iteration: validate it once.  The arrays
-        # themselves are kept and compared by identity; comparing id()s alone is wrong once
-        # an array is freed and a new one is allocated at the same address.
-        key = (label, weight, group)
-        if (self._target is None or self._target_of is None
-                or any(a is not b for a, b in zip(self._target_of, key))):
-            self._target = Target(
-                label=np.asarray(label, dtype=np.float32).astype(np.float64),
-                weight=None if weight is None else np.asarray(weight, dtype=np.float32).astype(np.float64),
-                group=None if group is None else np.asarray(group, dtype=np.int64),
-            )
-            self.loss.validate(self._target)
-            self._target_of = key
-        return self._target
+    # ------------------------------------------------------------------ per training set
 
-    def _newest_leaves(self, env: CallbackEnv) -> np.ndarray:
-        booster = env.model
-        data = booster.train_set.data if booster.train_set is not None else None
-        if data is None or isinstance(data, (str,)):
-            raise ValueError(
-                "SecondOrder with eta > 0 needs each row's leaf in the newest tree; build the training "
-                "Dataset with free_raw_data=False so that SmartObjective can predict leaves on it"
+    def _target(self, label: Any, weight: Any, group: Any) -> Target:
+        target = Target(
+            label=np.asarray(label, dtype=np.float32).astype(np.float64).reshape(-1),
+            weight=None if weight is None else np.asarray(weight, dtype=np.float32).astype(np.float64).reshape(-1),
+            group=None if group is None else np.asarray(group, dtype=np.int64).reshape(-1),
+        )
+        n = target.num_rows
+        if target.weight is not None and target.weight.shape[0] != n:
+            raise ValueError(f"weight has {target.weight.shape[0]} entries but there are {n} labels")
+        self.loss.validate(target)
+        return target
+
+    def _run_for(self, label: Any, weight: Any, group: Any) -> _Run:
+        """The record of the training set whose labels are ``label`` (made on first sight).
+
+        LightGBM hands the same label array every iteration, so the array itself identifies
+        the training set; it is held by a weak reference and compared by identity (an
+        ``id`` alone could be reused by a new array once the old one is freed).
+        """
+        if not isinstance(label, np.ndarray):
+            raise TypeError(f"SmartObjective expects the labels as a numpy array (as LightGBM passes them), "
+                            f"got {type(label).__name__}")
+        key = id(label)
+        run = self._runs.get(key)
+        if run is None or run.label_ref() is not label or run.weight is not weight or run.group is not group:
+            run = _Run(
+                label_ref=weakref.ref(label, functools.partial(_forget, self._runs, key)),
+                weight=weight,
+                group=group,
+                target=self._target(label, weight, group),
+                history=GradientHistory(maxlen=self.sampler.history_length),
             )
-        leaves = booster.predict(data, pred_leaf=True, start_iteration=env.iteration - 1, num_iteration=1)
+            self._runs[key] = run
+        return run
+
+    def _before_iteration(self, env: CallbackEnv) -> None:
+        model = env.model
+        boosters = model.boosters if isinstance(model, lgb.CVBooster) else [model]
+        fresh = env.iteration == env.begin_iteration
+        if fresh:  # a new run: nothing carries over from an earlier one
+            self._runs.clear()
+            for values in self.record.values():
+                values.clear()
+        for booster in boosters:
+            train_set = getattr(booster, "train_set", None)
+            if not isinstance(train_set, lgb.Dataset):
+                raise TypeError("SmartObjective.callback works with lightgbm.train, lightgbm.cv and LightGBM's "
+                                "scikit-learn estimators (smart_lgbm.train samples by itself: pass sampler=...)")
+            run = self._run_for(train_set.get_label(), train_set.get_weight(), train_set.get_group())
+            run.has_callback = True
+            run.pending_iteration = env.iteration
+            if self.sampler.needs_leaves:
+                data = self._raw_training_data(train_set)
+                if not fresh:
+                    run.history.leaves = self._newest_leaves(booster, data, env.iteration)
+
+    def _raw_training_data(self, train_set: lgb.Dataset) -> Any:
+        try:
+            data = train_set.get_data()
+        except lgb.basic.LightGBMError:
+            data = None
+        if data is None or isinstance(data, str) or hasattr(data, "__fspath__"):
+            raise ValueError(
+                f"{self.sampler!r} needs each row's leaf in the newest tree, which SmartObjective gets by "
+                "predicting on the raw training data, and this Dataset has freed it (or holds a file name): "
+                "build it with lgb.Dataset(..., free_raw_data=False); LightGBM's scikit-learn estimators always "
+                "free it, so there use smart_lgbm.SmartClassifier/SmartRegressor/SmartRanker or eta=0"
+            )
+        return data
+
+    def _newest_leaves(self, booster: lgb.Booster, data: Any, iteration: int) -> np.ndarray:
+        leaves = booster.predict(data, pred_leaf=True, start_iteration=iteration - 1, num_iteration=1)
         leaves = np.asarray(leaves, dtype=np.int64)
         return leaves[:, 0] if self.loss.num_model_per_iteration == 1 else leaves
 
-    def __call__(self, preds: np.ndarray, train_data: lgb.Dataset) -> tuple[np.ndarray, np.ndarray]:
-        """Sampled, reweighted gradients for ``lightgbm.train`` (zeros for rows not drawn)."""
-        return self._sampled_gradients(preds, train_data.get_label(), train_data.get_weight(), train_data.get_group())
-
-    def sklearn(self, y_true: np.ndarray, y_pred: np.ndarray, weight: np.ndarray | None = None,
-                group: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """The same objective in the signature of LightGBM's scikit-learn API.
-
-        Use as ``LGBMClassifier(objective=obj.sklearn)``.
-        """
-        return self._sampled_gradients(y_pred, y_true, weight, group)
+    # ------------------------------------------------------------------ one iteration
 
     def _sampled_gradients(self, preds: Any, label: Any, weight: Any, group: Any) -> tuple[np.ndarray, np.ndarray]:
-        target = self._target_for(label, weight, group)
-        iteration = self._iteration if self._iteration is not None else self._calls
-        self._calls += 1
+        run = self._run_for(label, weight, group)
+        if self.sampler.needs_leaves and not run.has_callback:
+            raise ValueError(
+                f"{self.sampler!r} needs the leaves of the newest tree, which only the objective's callback can "
+                "give it: pass callbacks=[obj.callback] (or use eta=0, or anchor_lag=None)"
+            )
+        if run.pending_iteration is not None:
+            iteration, run.pending_iteration = run.pending_iteration, None
+        else:
+            iteration = run.calls
+        run.calls += 1
+        target = run.target
         raw = np.asarray(preds, dtype=np.float64)
         grad, hess = self.loss.gradient_hessian(raw, target)
-        state = SamplingState(iteration, grad, hess, raw, self.loss, target, self._history)
-        sample = self.sampler.sample(state, iteration_rng(self.seed, iteration))
-        self._history.push_gradient(grad)
+        state = SamplingState(iteration, grad, hess, raw, self.loss, target, run.history)
+        sample = self.sampler.sample(state, stream_rng(self.seed, iteration, self.stream))
+        run.history.push_gradient(grad)
         self.last_sample = sample
         self.record["num_sampled"].append(sample.size)
         self.record["sampling_rate"].append(sample.size / target.num_rows)

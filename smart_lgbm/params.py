@@ -15,10 +15,13 @@ from typing import Any
 import numpy as np
 
 from . import _lightgbm
+from ._param_values import flag as _flag
+from ._param_values import number as _number
 from .losses.base import Loss
 from .losses.binary import BinaryLogloss
 from .losses.multiclass import MulticlassSoftmax
 from .losses.regression import SquaredError
+from .metrics import Evaluator
 
 _REGRESSION_NAMES = {
     "regression", "regression_l2", "l2", "mean_squared_error", "mse", "l2_root",
@@ -34,7 +37,7 @@ ENGINE_ONLY = {
     "lambdarank_norm", "num_class", "eval_at", "is_unbalance", "scale_pos_weight", "seed",
     "bagging_seed", "feature_fraction_seed", "extra_seed", "drop_seed", "objective_seed",
     "data_random_seed", "verbosity", "metric_freq", "is_provide_training_metric", "output_model",
-    "input_model", "snapshot_freq", "multi_error_top_k",
+    "input_model", "snapshot_freq", "multi_error_top_k", "auc_mu_weights",
 }
 
 
@@ -68,20 +71,6 @@ def canonicalize(params: dict[str, Any] | None) -> dict[str, Any]:
             continue
         out[main] = value
     return out
-
-
-def _flag(value: Any) -> bool:
-    """A boolean LightGBM parameter: ``True``, ``"true"``/``"+"`` (any case, as LightGBM reads
-    it) or ``1`` count as set."""
-    return str(value).strip().lower() in ("true", "1", "+")
-
-
-def _number(params: dict[str, Any], key: str, default: float) -> float:
-    value = params.get(key, default)
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        raise TypeError(f"parameter {key} must be a number, got {value!r}") from None
 
 
 def refuse_unsupported(params: dict[str, Any]) -> None:
@@ -152,9 +141,13 @@ def resolve_loss(params: dict[str, Any]) -> Loss:
     if name == "binary":
         return BinaryLogloss(sigmoid=_number(params, "sigmoid", 1.0), boost_from_average=boost_from_average)
     if name == "regression":
-        if objective.lower() in ("l2_root", "root_mean_squared_error", "rmse"):
-            # LightGBM's "rmse" objective is L2 with RMSE as the default metric.
-            params.setdefault("metric", "rmse")
+        if _flag(params.get("reg_sqrt", False)):
+            # LightGBM would fit sqrt(label) and square every prediction (and what its
+            # metrics see); SquaredError does neither, so the result would silently differ.
+            raise ValueError("reg_sqrt=True is not supported by the engine; fit a CustomLoss on np.sqrt(label) "
+                             "(and square its predictions), or use stock lightgbm.train")
+        # "rmse" and its aliases are the L2 objective; lightgbm.train's default metric for
+        # all of them is l2 (the objective alias does not carry over to the metric).
         return SquaredError(boost_from_average=boost_from_average)
     if name == "multiclass":
         return MulticlassSoftmax(num_class=num_class, boost_from_average=boost_from_average)
@@ -162,44 +155,12 @@ def resolve_loss(params: dict[str, Any]) -> Loss:
 
     kwargs: dict[str, Any] = {"sigmoid": _number(params, "sigmoid", 1.0)}
     if "label_gain" in params:
-        gain = params["label_gain"]
-        kwargs["label_gain"] = [float(g) for g in (gain.split(",") if isinstance(gain, str) else gain)]
+        kwargs["label_gain"] = params["label_gain"]  # a list or LightGBM's "0,1,3" form
     if "lambdarank_truncation_level" in params:
         kwargs["truncation_level"] = int(_number(params, "lambdarank_truncation_level", 30))
     if "lambdarank_norm" in params:
         kwargs["norm"] = str(params["lambdarank_norm"]).lower() not in ("false", "0")
     return LambdaRank(**kwargs)
-
-
-def resolve_metrics(params: dict[str, Any], loss: Loss) -> list[str]:
-    """Metric names from ``params["metric"]`` (LightGBM's rules), defaulting to the loss's."""
-    metric = params.get("metric", None)
-    if metric is None or metric == "":
-        names = [loss.default_metric] if loss.default_metric else []
-    elif isinstance(metric, str):
-        names = [m.strip() for m in metric.split(",") if m.strip()]
-    elif isinstance(metric, (list, tuple)):
-        names = [str(m) for m in metric]
-    else:
-        raise TypeError(f"metric must be a string or a list of strings, got {type(metric).__name__}")
-    if any(n.lower() in ("none", "null", "custom", "na") for n in names):
-        return []
-    return list(dict.fromkeys(names))
-
-
-def resolve_eval_at(params: dict[str, Any]) -> list[int]:
-    value = params.get("eval_at", [1, 2, 3, 4, 5])
-    if isinstance(value, str):
-        value = value.split(",")
-    if isinstance(value, (int, np.integer)):
-        value = [value]
-    try:
-        ks = [int(v) for v in value]
-    except (TypeError, ValueError):
-        raise TypeError(f"eval_at must be a list of positive integers, got {value!r}") from None
-    if any(k <= 0 for k in ks):
-        raise ValueError(f"eval_at must contain positive integers, got {ks}")
-    return ks
 
 
 @dataclass
@@ -208,8 +169,7 @@ class EngineConfig:
 
     params: dict[str, Any]
     loss: Loss
-    metrics: list[str]
-    eval_at: list[int]
+    evaluator: Evaluator
     num_rounds: int
     seed: int
     early_stopping_round: int | None
@@ -276,6 +236,7 @@ def make_config(params: dict[str, Any] | None, num_boost_round: int) -> EngineCo
     if isinstance(num_boost_round, bool) or not isinstance(num_boost_round, (int, np.integer)) or num_boost_round < 1:
         raise ValueError(f"num_boost_round must be a positive integer, got {num_boost_round!r}")
     loss = resolve_loss(p)
+    evaluator = Evaluator(p, loss)  # every metric parameter checked before any data is read
     seed = check_seed(p.get("seed", 0))
     es = p.get("early_stopping_round")
     tree_params = {k: v for k, v in p.items() if k not in ENGINE_ONLY}
@@ -288,8 +249,7 @@ def make_config(params: dict[str, Any] | None, num_boost_round: int) -> EngineCo
     return EngineConfig(
         params=p,
         loss=loss,
-        metrics=resolve_metrics(p, loss),
-        eval_at=resolve_eval_at(p),
+        evaluator=evaluator,
         num_rounds=int(num_boost_round),
         seed=int(seed),
         early_stopping_round=int(es) if es is not None and int(es) > 0 else None,
@@ -304,7 +264,8 @@ def dataset_params(params: dict[str, Any]) -> dict[str, Any]:
     """Params for the engine's internal Datasets: the user's, minus objects LightGBM cannot take."""
     # objective-related keys are cross-checked by LightGBM's Config even for a Dataset
     # (num_class > 1 needs a multiclass objective); binning needs none of them.
-    skip = ("objective", "metric", "num_class", "is_unbalance", "scale_pos_weight")
+    # (auc_mu_weights must have num_class**2 entries, so it goes with num_class).
+    skip = ("objective", "metric", "num_class", "auc_mu_weights", "is_unbalance", "scale_pos_weight")
     out = {k: v for k, v in canonicalize(params).items() if k not in skip}
     out["verbosity"] = -1 if int(_number(out, "verbosity", 1)) < 1 else out.get("verbosity", 1)
     return out

@@ -1,72 +1,82 @@
-"""NDCG@k exactly as LightGBM's ``ndcg`` metric computes it.
+"""NDCG@k and MAP@k exactly as LightGBM's ``ndcg`` and ``map`` metrics compute them.
 
-LightGBM semantics reproduced (``src/metric/rank_metric.hpp``, ``dcg_calculator.cpp``):
+LightGBM semantics reproduced (``src/metric/rank_metric.hpp``, ``map_metric.hpp``,
+``dcg_calculator.cpp``):
 
 * documents are ranked by score descending with a *stable* sort, so tied scores keep
   their input order (a model that ties a relevant and an irrelevant document gets
   credit according to row order, not an average over orderings);
-* DCG@k sums ``label_gain[label] / log2(2 + position)`` over the top ``min(k, size)``;
-  the ideal DCG@k takes the labels greedily from the highest;
-* a query whose ideal DCG at the smallest ``k`` is 0 (no document with positive gain)
-  counts as NDCG = 1 at every ``k``;
+* NDCG: DCG@k sums ``label_gain[label] / log2(2 + position)`` over the top
+  ``min(k, size)``; the ideal DCG@k takes the labels greedily from the highest; a query
+  whose ideal DCG at the smallest ``k`` is 0 (no document with positive gain) counts as
+  NDCG = 1 at every ``k``;
+* MAP: a document is relevant when its label is above 0.5; AP@k sums the precision at
+  each relevant position among the top ``min(k, size)`` and divides by
+  ``min(relevant documents in the query, k)``; a query without relevant documents counts
+  as 1;
 * with instance weights, each query is weighted by the float32 mean of its documents'
-  weights and the total is divided by the sum of query weights; LightGBM adds the 1.0
-  of a query without relevant documents *unweighted*, and so does this function.
+  weights and the total is divided by the sum of query weights.  For NDCG, LightGBM adds
+  the 1.0 of a query without relevant documents *unweighted*, and so does
+  :func:`ndcg_at`; MAP weights every query.
 
-``ks`` may come in any order (LightGBM sorts ``eval_at``; results here follow ``ks``).
+``ks`` may come in any order; results follow ``ks`` (LightGBM sorts ``eval_at`` before
+it names its results ``ndcg@k``/``map@k``; :class:`smart_lgbm.metrics.Evaluator` does too).
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
-from numba import njit, prange
 
-from .losses._lambdarank_kernels import stable_sort_desc, discount_table, max_dcg_at
-from .losses.lambdarank import check_group, check_label_gain, check_ranking_labels
-
-
-@njit(parallel=True, cache=True)
-def _ndcg_per_query(score, labels, boundaries, gains, discount, ks):
-    """Per query and k: NDCG, or -1.0 marking a query without relevant documents."""
-    nq = boundaries.shape[0] - 1
-    nk = ks.shape[0]
-    out = np.empty((nq, nk), dtype=np.float64)
-    k_min = ks.min()
-    for q in prange(nq):
-        start = boundaries[q]
-        cnt = boundaries[q + 1] - start
-        lab = labels[start:start + cnt]
-        if not max_dcg_at(k_min, lab, gains, discount) > 0.0:
-            out[q, :] = -1.0
-            continue
-        keys = score[start:start + cnt].copy()
-        order = np.arange(cnt)
-        # Same stable descending sort as the LambdaRank kernel (ties keep row order).
-        stable_sort_desc(keys, order, cnt, np.empty(cnt), np.empty(cnt, dtype=np.int64))
-        for t in range(nk):
-            k = min(ks[t], cnt)
-            dcg = 0.0
-            for j in range(k):
-                dcg += gains[lab[order[j]]] * discount[j]
-            ideal = max_dcg_at(ks[t], lab, gains, discount)
-            # LightGBM stores -1 as the inverse of a non-positive ideal DCG.
-            out[q, t] = dcg * (1.0 / ideal if ideal > 0.0 else -1.0)
-    return out
+from . import _ranking_metric_kernels as _k
+from ._ranking import check_group, check_label_gain, check_ranking_labels
+from .losses._lambdarank_kernels import discount_table
 
 
-@njit(cache=True)
-def _query_weights(w32, boundaries):
-    """LightGBM's query weights: float32 running sum of the weights over the query size."""
-    nq = boundaries.shape[0] - 1
-    out = np.empty(nq, dtype=np.float32)
-    for q in range(nq):
-        acc = np.float32(0.0)
-        for i in range(boundaries[q], boundaries[q + 1]):
-            acc += w32[i]
-        out[q] = acc / np.float32(boundaries[q + 1] - boundaries[q])
-    return out
+@dataclass
+class _Queries:
+    """Validated inputs of a ranking metric."""
+
+    score: np.ndarray
+    sizes: np.ndarray
+    boundaries: np.ndarray
+    ks: np.ndarray
+
+
+def _queries(raw: np.ndarray, label: np.ndarray, group: np.ndarray, ks: int | Sequence[int]) -> _Queries:
+    score = np.ascontiguousarray(raw, dtype=np.float64)
+    if score.ndim != 1:
+        raise ValueError(f"raw must be 1-D, got shape {score.shape}")
+    if np.isnan(score).any():
+        raise ValueError("raw contains NaN scores")
+    n = score.shape[0]
+    if np.shape(label) != (n,):
+        raise ValueError(f"label must have shape ({n},), got {np.shape(label)}")
+    sizes = check_group(group, n)
+    k_arr = np.atleast_1d(np.asarray(ks))
+    if k_arr.ndim != 1 or k_arr.shape[0] == 0 or k_arr.dtype.kind not in "iu" or np.any(k_arr < 1):
+        raise ValueError(f"ks must be positive integers, got {ks!r}")
+    boundaries = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
+    return _Queries(score, sizes, boundaries, k_arr.astype(np.int64))
+
+
+def _mean_over_queries(per_query: np.ndarray, q: _Queries, weight: np.ndarray | None,
+                       unweighted: np.ndarray | None = None) -> list[float]:
+    """Weighted mean over queries of ``per_query`` (queries x ks); rows flagged in
+    ``unweighted`` add 1.0 regardless of their weight (LightGBM's NDCG)."""
+    flag = np.zeros(per_query.shape[0], dtype=bool) if unweighted is None else unweighted
+    if weight is None:
+        total = np.where(flag[:, None], 1.0, per_query).sum(axis=0)
+        return (total / q.sizes.shape[0]).tolist()
+    n = q.score.shape[0]
+    if np.shape(weight) != (n,):
+        raise ValueError(f"weight must have shape ({n},), got {np.shape(weight)}")
+    qw = _k.query_weights(np.ascontiguousarray(weight, dtype=np.float32), q.boundaries).astype(np.float64)
+    total = np.where(flag[:, None], 1.0, per_query * qw[:, None]).sum(axis=0)
+    return (total / qw.sum()).tolist()
 
 
 def ndcg_at(
@@ -99,30 +109,50 @@ def ndcg_at(
     list of float
         NDCG@k for each ``k`` in ``ks``, in the given order.
     """
-    score = np.ascontiguousarray(raw, dtype=np.float64)
-    if score.ndim != 1:
-        raise ValueError(f"raw must be 1-D, got shape {score.shape}")
-    if np.isnan(score).any():
-        raise ValueError("raw contains NaN scores")
-    n = score.shape[0]
-    if np.shape(label) != (n,):
-        raise ValueError(f"label must have shape ({n},), got {np.shape(label)}")
+    q = _queries(raw, label, group, ks)
     gains = check_label_gain(label_gain)
     labels = check_ranking_labels(label, gains.shape[0])
-    sizes = check_group(group, n)
-    k_arr = np.atleast_1d(np.asarray(ks))
-    if k_arr.ndim != 1 or k_arr.shape[0] == 0 or k_arr.dtype.kind not in "iu" or np.any(k_arr < 1):
-        raise ValueError(f"ks must be positive integers, got {ks!r}")
-    k_arr = k_arr.astype(np.int64)
-    boundaries = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
-    discount = discount_table(max(int(sizes.max()), int(k_arr.max()), 10_000))
-    per_query = _ndcg_per_query(score, labels, boundaries, gains, discount, k_arr)
-    no_relevant = per_query[:, 0] < 0.0
-    if weight is None:
-        total = np.where(no_relevant[:, None], 1.0, per_query).sum(axis=0)
-        return (total / sizes.shape[0]).tolist()
-    if np.shape(weight) != (n,):
-        raise ValueError(f"weight must have shape ({n},), got {np.shape(weight)}")
-    qw = _query_weights(np.ascontiguousarray(weight, dtype=np.float32), boundaries).astype(np.float64)
-    total = np.where(no_relevant[:, None], 1.0, per_query * qw[:, None]).sum(axis=0)
-    return (total / qw.sum()).tolist()
+    discount = discount_table(max(int(q.sizes.max()), int(q.ks.max()), 10_000))
+    per_query = _k.ndcg_per_query(q.score, labels, q.boundaries, gains, discount, q.ks)
+    return _mean_over_queries(per_query, q, weight, unweighted=per_query[:, 0] < 0.0)
+
+
+def map_at(
+    raw: np.ndarray,
+    label: np.ndarray,
+    group: np.ndarray,
+    ks: int | Sequence[int],
+    weight: np.ndarray | None = None,
+) -> list[float]:
+    """Mean average precision at k over queries, equal to LightGBM's ``map`` metric.
+
+    Parameters
+    ----------
+    raw, group, ks, weight
+        As in :func:`ndcg_at`.
+    label : ndarray of shape (n,)
+        Labels; a document is relevant when its label is above 0.5.
+
+    Returns
+    -------
+    list of float
+        MAP@k for each ``k`` in ``ks``, in the given order.
+    """
+    q = _queries(raw, label, group, ks)
+    relevant = np.asarray(label, dtype=np.float64) > 0.5
+    order = np.argsort(q.ks, kind="stable")  # the kernel walks the cut-offs in ascending order
+    per_query = np.empty((q.sizes.shape[0], q.ks.shape[0]))
+    per_query[:, order] = _k.map_per_query(q.score, relevant, q.boundaries, q.ks[order])
+    return _mean_over_queries(per_query, q, weight)
+
+
+def warmup() -> float:
+    """Compile (or load from numba's on-disk cache) the ranking metric kernels; return seconds."""
+    t0 = time.perf_counter()
+    raw = np.array([0.1, -0.2, 0.3, 0.0, 0.0])
+    label = np.array([0.0, 2.0, 1.0, 0.0, 1.0])
+    group = np.array([3, 2])
+    weight = np.array([1.0, 0.5, 2.0, 1.0, 1.0])
+    ndcg_at(raw, label, group, [1, 3], weight=weight)
+    map_at(raw, label, group, [1, 3], weight=weight)
+    return time.perf_counter() - t0

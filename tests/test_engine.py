@@ -318,6 +318,7 @@ def test_huge_lightgbm_init_scores_match_stock_and_stay_untouched():
     ({"neg_bagging_fraction": 0.5, "bagging_freq": "1"}, "neg_bagging_fraction=0.5 with bagging_freq='1'"),
     ({"num_class": 3}, "num_class"),
     ({"objective": "huber"}, "objective"),
+    ({"objective": "regression", "reg_sqrt": True}, "reg_sqrt=True is not supported"),
     ({"linear_tree": True}, "linear_tree"),
     ({"seed": -1}, "seed"),
 ])
@@ -366,8 +367,8 @@ def test_bad_data_fails_early(a9a_small):
         sl.train(params, X, 2)
     with pytest.raises(ValueError, match="num_boost_round"):
         sl.train(params, lgb.Dataset(X, y), 0)
-    with pytest.raises(ValueError, match="metric"):
-        sl.train({**params, "metric": "mape"}, lgb.Dataset(X, y), 2)
+    with pytest.raises(ValueError, match="metric 'ndcg@5' is not a LightGBM metric"):
+        sl.train({**params, "metric": "ndcg@5"}, lgb.Dataset(X, y), 2)
 
 
 def test_no_split_gives_constant_model_like_stock():

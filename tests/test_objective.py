@@ -1,17 +1,25 @@
-"""SmartObjective, the custom-objective drop-in for stock lightgbm.train."""
+"""SmartObjective: one sampling objective for lightgbm.train, lightgbm.cv and the estimators."""
 
 from __future__ import annotations
+
+import pickle
 
 import lightgbm as lgb
 import numpy as np
 import pytest
 
 import smart_lgbm as sl
-from smart_lgbm.engine import iteration_rng
+from smart_lgbm.boosting import iteration_rng
 from smart_lgbm.losses import BinaryLogloss, Target
+from smart_lgbm.objective import stream_rng
 from smart_lgbm.samplers import GradientHistory, SamplingState
 
 BASE = {"num_leaves": 15, "learning_rate": 0.1, "verbosity": -1}
+
+
+def raw_predictions(model, X):
+    booster = model.booster_ if hasattr(model, "booster_") else model
+    return booster.predict(X, raw_score=True)
 
 
 def test_full_sampler_objective_equals_stock_custom_objective(a9a_small):
@@ -70,25 +78,195 @@ def test_unsampled_rows_get_zero_gradients(a9a_small):
     assert obj.record["sampling_rate"][-1] == pytest.approx(mask.mean())
 
 
-def test_second_order_regulariser_needs_raw_data(a9a_small):
+class RecordingSecondOrder(sl.SecondOrder):
+    """SecondOrder that keeps what the regulariser is given each iteration."""
+
+    def sample(self, state, rng):
+        leaves = state.history.leaves
+        anchor = state.history.gradient(self.anchor_lag)
+        self.seen = getattr(self, "seen", [])
+        self.seen.append((None if leaves is None else leaves.copy(), anchor is not None,
+                          self.fitting_gradient(state) is not state.grad))
+        return super().sample(state, rng)
+
+
+def test_second_order_regulariser_gets_the_newest_leaves(a9a_small):
+    (X, y), _ = a9a_small
+    sampler = RecordingSecondOrder(rate=0.3, anchor_lag=2)
+    obj = sl.SmartObjective("binary", sampler)
+    booster = lgb.train({**BASE, "objective": obj}, lgb.Dataset(X, y, free_raw_data=False), 5,
+                        callbacks=[obj.callback])
+    all_leaves = booster.predict(X, pred_leaf=True)
+    assert sampler.seen[0][0] is None
+    for it in range(1, 5):
+        leaves, has_anchor, regularised = sampler.seen[it]
+        np.testing.assert_array_equal(leaves, all_leaves[:, it - 1])  # the tree before this iteration
+        assert has_anchor == regularised == (it >= 2)
+
+
+def test_second_order_regulariser_without_what_it_needs_is_refused(a9a_small):
+    """Issue #12.14: without obj.callback the regulariser used to be skipped silently."""
     (X, y), _ = a9a_small
     obj = sl.SmartObjective("binary", sl.SecondOrder(rate=0.3, anchor_lag=2))
+    with pytest.raises(ValueError, match=r"needs the leaves of the newest tree.*callbacks=\[obj.callback\]"):
+        lgb.train({**BASE, "objective": obj}, lgb.Dataset(X, y, free_raw_data=False), 3)
     with pytest.raises(ValueError, match="free_raw_data=False"):
         lgb.train({**BASE, "objective": obj}, lgb.Dataset(X, y), 3, callbacks=[obj.callback])
-    obj = sl.SmartObjective("binary", sl.SecondOrder(rate=0.3, anchor_lag=2))
-    lgb.train({**BASE, "objective": obj}, lgb.Dataset(X, y, free_raw_data=False), 4, callbacks=[obj.callback])
-    assert obj._history.leaves is not None and obj._history.leaves.shape == (len(y),)
+    with pytest.raises(ValueError, match="scikit-learn estimators always free it"):
+        lgb.LGBMClassifier(objective=obj, n_estimators=3, verbose=-1).fit(X, y, callbacks=[obj.callback])
+    # anchor without the leaf-mean term needs neither the callback nor the raw data
+    obj = sl.SmartObjective("binary", sl.SecondOrder(rate=0.3, anchor_lag=2, eta=0.0))
+    assert lgb.train({**BASE, "objective": obj}, lgb.Dataset(X, y), 3).num_trees() == 3
 
 
-def test_init_score_and_sklearn_signature(a9a_small):
+def test_init_score_on_a_dataset_not_constructed(a9a_small):
+    """Issue #12.14: the docstring's usage raised "Cannot get weight before construct Dataset"."""
     (X, y), _ = a9a_small
-    obj = sl.SmartObjective("binary", sl.FirstOrder(rate=0.5), seed=2)
-    init = obj.init_score(lgb.Dataset(X, y).construct())
-    assert np.allclose(init, np.log(y.mean() / (1 - y.mean())))
-    clf = lgb.LGBMClassifier(objective=obj.sklearn, n_estimators=5, verbose=-1).fit(X, y)
-    assert clf.booster_.num_trees() == 5
+    obj = sl.SmartObjective("binary", sl.FirstOrder(rate=0.5))
+    data = lgb.Dataset(X, y)
+    init = obj.init_score(data)
+    assert init.shape == (len(y),) and np.allclose(init, np.log(y.mean() / (1 - y.mean())))
+    assert sl._lightgbm.handle_of(data) is None  # not constructed behind the caller's back
+    w = np.where(y > 0, 2.0, 1.0)
+    odds = 2 * y.sum() / (len(y) - y.sum())
+    assert np.allclose(obj.init_score(lgb.Dataset(X, y, weight=w)), np.log(odds))
+    assert np.allclose(obj.init_score(lgb.Dataset(X, y, weight=w).construct()), np.log(odds))
+    multi = sl.SmartObjective("multiclass", sl.Full(), num_class=3)
+    y3 = np.arange(len(y)) % 3
+    assert multi.init_score(lgb.Dataset(X, y3)).shape == (len(y), 3)
+    with pytest.raises(ValueError, match="construct"):
+        obj.init_score(lgb.Dataset(X, y).construct().subset(np.arange(10)))
     with pytest.raises(ValueError, match="label must be 0 or 1"):
-        obj.sklearn(y * 3, np.zeros(len(y)))
+        obj.init_score(lgb.Dataset(X, y * 3))
+
+
+@pytest.mark.parametrize("estimator", [lgb.LGBMClassifier, lgb.LGBMRegressor])
+def test_estimator_with_objective_equals_lightgbm_train(a9a_small, estimator):
+    """Issues #12.14 / #11.2: objective=obj in LightGBM's estimators (an AttributeError before)
+    trains the same model as lightgbm.train with the same objective and seed."""
+    (X, y), (Xt, _) = a9a_small
+    name = "binary" if estimator is lgb.LGBMClassifier else "regression"
+    if name == "regression":
+        y = y + np.asarray(X[:, :5].sum(axis=1)).ravel()
+    obj = sl.SmartObjective(name, sl.FirstOrder(rate=0.3), seed=3)
+    model = estimator(objective=obj, n_estimators=8, num_leaves=15, verbose=-1).fit(X, y, callbacks=[obj.callback])
+    rates = list(obj.record["sampling_rate"])
+    twin = sl.SmartObjective(name, sl.FirstOrder(rate=0.3), seed=3)
+    booster = lgb.train({**BASE, "objective": twin}, lgb.Dataset(X, y), 8, callbacks=[twin.callback])
+    np.testing.assert_array_equal(raw_predictions(model, Xt), booster.predict(Xt, raw_score=True))
+    assert len(rates) == 8 and abs(np.mean(rates) - 0.3) < 0.02
+
+
+def test_ranker_with_objective(a9a_small):
+    from smart_lgbm.datasets import load_rank_sample
+
+    (X, y, g), (Xt, _, _) = load_rank_sample()
+    obj = sl.SmartObjective("lambdarank", sl.MVS(rate=0.3), seed=1)
+    ranker = lgb.LGBMRanker(objective=obj, n_estimators=5, num_leaves=15, verbose=-1)
+    ranker.fit(X, y, group=g, callbacks=[obj.callback])
+    twin = sl.SmartObjective("lambdarank", sl.MVS(rate=0.3), seed=1)
+    booster = lgb.train({**BASE, "objective": twin}, lgb.Dataset(X, y, group=g), 5, callbacks=[twin.callback])
+    np.testing.assert_array_equal(raw_predictions(ranker, Xt), booster.predict(Xt, raw_score=True))
+    assert len(obj.record["num_sampled"]) == 5
+
+
+def test_multiclass_classifier_with_objective(higgs):
+    (X, y), (Xt, _) = higgs
+    y3 = np.digitize(X[:, 1], [-0.5, 0.5])
+    obj = sl.SmartObjective("multiclass", sl.FirstOrder(rate=0.4), num_class=3)
+    clf = lgb.LGBMClassifier(objective=obj, n_estimators=4, verbose=-1).fit(X, y3, callbacks=[obj.callback])
+    assert clf.booster_.num_trees() == 12
+    assert raw_predictions(clf, Xt).shape == (len(Xt), 3)
+
+
+def test_cv_keeps_one_history_per_fold(a9a_small):
+    """lightgbm.cv interleaves its folds' calls: each fold must keep its own gradient
+    history and leaves, so that fold 0 trains exactly as lightgbm.train on its rows does."""
+    (X, y), _ = a9a_small
+    n = 3001  # folds of unequal size: a shared history could not even be subtracted
+    X, y = X[:n], y[:n]
+    folds = [(np.setdiff1d(np.arange(n), test), test) for test in np.array_split(np.arange(n), 3)]
+
+    def objective():
+        return sl.SmartObjective("binary", sl.SecondOrder(rate=0.4, anchor_lag=1, eta=0.5), seed=5)
+
+    obj = objective()
+    full = lgb.Dataset(X, y, free_raw_data=False)
+    result = lgb.cv({**BASE, "objective": obj, "metric": "auc"}, full, 6, folds=folds, callbacks=[obj.callback],
+                    return_cvbooster=True)
+    assert len(obj.record["num_sampled"]) == 3 * 6
+    twin = objective()
+    alone = lgb.train({**BASE, "objective": twin}, full.subset(folds[0][0]), 6, callbacks=[twin.callback])
+    cv_fold0 = result["cvbooster"].boosters[0]
+    def trees(booster):
+        return booster.model_to_string().split("Tree=0")[1].split("end of trees")[0]
+
+    assert trees(cv_fold0) == trees(alone)
+
+
+def test_one_objective_two_runs_same_model(a9a_small):
+    """The callback starts every run afresh; without it, a fresh Dataset does."""
+    (X, y), (Xt, _) = a9a_small
+    obj = sl.SmartObjective("binary", sl.SecondOrder(rate=0.3, anchor_lag=1, eta=0.0), seed=2)
+    data = lgb.Dataset(X, y)
+    first = lgb.train({**BASE, "objective": obj}, data, 5, callbacks=[obj.callback]).predict(Xt, raw_score=True)
+    second = lgb.train({**BASE, "objective": obj}, data, 5, callbacks=[obj.callback]).predict(Xt, raw_score=True)
+    third = lgb.train({**BASE, "objective": obj}, lgb.Dataset(X, y), 5).predict(Xt, raw_score=True)
+    np.testing.assert_array_equal(first, second)
+    np.testing.assert_array_equal(first, third)
+    assert len(obj.record["num_sampled"]) == 10  # cleared by the second run's callback, not by the third
+
+
+def test_pickle_round_trip_of_objective_and_fitted_estimator(a9a_small):
+    (X, y), (Xt, _) = a9a_small
+    obj = sl.SmartObjective("binary", sl.MVS(rate=0.2), seed=4, sigmoid=2.0)
+    clf = lgb.LGBMClassifier(objective=obj, n_estimators=5, verbose=-1).fit(X, y, callbacks=[obj.callback])
+    clone = pickle.loads(pickle.dumps(clf))
+    np.testing.assert_array_equal(raw_predictions(clone, Xt), raw_predictions(clf, Xt))
+    copy = pickle.loads(pickle.dumps(obj))
+    assert copy.callback.objective is copy and copy.record == obj.record
+    assert (copy.loss.sigmoid, copy.seed, repr(copy.sampler)) == (2.0, 4, repr(obj.sampler))
+    # the copy trains the very model the original does
+    a = lgb.train({**BASE, "objective": obj}, lgb.Dataset(X, y), 4, callbacks=[obj.callback])
+    b = lgb.train({**BASE, "objective": copy}, lgb.Dataset(X, y), 4, callbacks=[copy.callback])
+    np.testing.assert_array_equal(a.predict(Xt, raw_score=True), b.predict(Xt, raw_score=True))
+
+
+def test_streams_are_independent_and_reproducible(a9a_small):
+    (X, y), _ = a9a_small
+
+    def drawn(stream):
+        obj = sl.SmartObjective("binary", sl.Uniform(0.5), seed=7, stream=stream)
+        lgb.train({**BASE, "objective": obj}, lgb.Dataset(X, y), 1, callbacks=[obj.callback])
+        return obj.last_sample.indices
+
+    engine = drawn(None)
+    np.testing.assert_array_equal(engine, drawn(None))
+    np.testing.assert_array_equal(drawn(1), drawn(1))
+    assert not np.array_equal(drawn(1), drawn(2)) and not np.array_equal(drawn(1), engine)
+    assert stream_rng(7, 0, None).random() == iteration_rng(7, 0).random()
+    obj = sl.SmartObjective("binary")
+    obj.stream = 3
+    assert obj.stream == 3
+    with pytest.raises(ValueError, match="stream must be a non-negative integer"):
+        obj.stream = -1
+    with pytest.raises(ValueError, match="seed must be a non-negative integer"):
+        sl.SmartObjective("binary", seed=1.5)
+
+
+def test_deprecated_sklearn_alias_is_the_objective():
+    obj = sl.SmartObjective("binary", sl.Uniform(0.5))
+    with pytest.warns(DeprecationWarning, match="objective=obj"):
+        assert obj.sklearn is obj
+
+
+def test_callback_outside_lightgbm_is_refused(a9a_small):
+    (X, y), _ = a9a_small
+    obj = sl.SmartObjective("binary", sl.Uniform(0.5))
+    with pytest.raises(TypeError, match="smart_lgbm.train samples by itself"):
+        sl.train({**BASE, "objective": "binary"}, lgb.Dataset(X, y), 2, callbacks=[obj.callback])
+    with pytest.raises(TypeError, match="labels as a numpy array"):
+        obj([0.0, 1.0], np.zeros(2))
 
 
 def test_new_label_array_is_validated_even_at_a_reused_address():
@@ -98,8 +276,8 @@ def test_new_label_array_is_validated_even_at_a_reused_address():
     preds, y = np.zeros(1000), np.ones(1000)
     for _ in range(5):
         valid = y.copy()
-        obj.sklearn(valid, preds)
+        obj(valid, preds)
         del valid
         invalid = y * 3  # CPython typically reuses the freed object's address here
         with pytest.raises(ValueError, match="label must be 0 or 1"):
-            obj.sklearn(invalid, preds)
+            obj(invalid, preds)

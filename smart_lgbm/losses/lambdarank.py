@@ -15,11 +15,9 @@ from typing import Any
 import numba
 import numpy as np
 
+from .._ranking import check_group, check_label_gain, check_ranking_labels
 from . import _lambdarank_kernels as _k
 from .base import Loss, Target
-
-#: LightGBM's default ``label_gain``: ``2**l - 1`` for labels 0..30.
-DEFAULT_LABEL_GAIN: tuple[float, ...] = tuple(float((1 << i) - 1) for i in range(31))
 
 #: Truncation level used by :meth:`LambdaRank.plain`: LightGBM's largest ``int``, so every
 #: document of every query (LightGBM caps queries at 10,000 rows) starts pairs and the
@@ -60,69 +58,6 @@ def _cost_chunks(sizes: np.ndarray, truncation: int) -> np.ndarray:
     n_chunks = min(nq, _MAX_CHUNKS)
     cuts = np.searchsorted(cum, np.linspace(0.0, cum[-1], n_chunks + 1)[1:-1], side="right")
     return np.unique(np.concatenate(([0], cuts, [nq]))).astype(np.int64)
-
-
-def check_group(group: Any, n_rows: int) -> np.ndarray:
-    """Validate LightGBM-style query sizes and return them as int64.
-
-    Raises ``ValueError`` (naming ``group``) unless ``group`` is a 1-D array of positive
-    integers summing to ``n_rows``.
-    """
-    if group is None:
-        raise ValueError("group is required for ranking: pass the query sizes (LightGBM's group)")
-    g = np.asarray(group)
-    if g.ndim != 1 or g.shape[0] == 0:
-        raise ValueError(f"group must be a non-empty 1-D array of query sizes, got shape {g.shape}")
-    if g.dtype.kind not in "iuf" or g.dtype.kind == "f" and not np.all(np.isfinite(g) & (g == np.round(g))):
-        raise ValueError("group must contain integer query sizes")
-    gi = g.astype(np.int64)
-    if np.any(gi <= 0):
-        raise ValueError(
-            f"group must contain positive query sizes; query {int(np.argmax(gi <= 0))} has size "
-            f"{int(gi[gi <= 0][0])} (empty queries are not allowed)"
-        )
-    total = int(gi.sum())
-    if total != n_rows:
-        raise ValueError(f"group sums to {total} but there are {n_rows} rows; they must be equal")
-    return gi
-
-
-def check_ranking_labels(label: np.ndarray, n_gains: int) -> np.ndarray:
-    """Validate ranking labels (non-negative integers < ``n_gains``) and return them as int32."""
-    lab = np.asarray(label, dtype=np.float64)
-    if lab.ndim != 1:
-        raise ValueError(f"label must be 1-D for ranking, got shape {lab.shape}")
-    if not np.all(np.isfinite(lab)):
-        raise ValueError("label contains NaN or infinite values; ranking labels must be integers >= 0")
-    if np.any(lab < 0):
-        raise ValueError(f"label must be non-negative for ranking, found {float(lab.min())}")
-    if np.any(lab != np.floor(lab)):
-        bad = lab[lab != np.floor(lab)][0]
-        raise ValueError(
-            f"label must be integers for ranking, found {bad}; map graded relevance to integers "
-            "and set label_gain for the gains"
-        )
-    if lab.size and lab.max() >= n_gains:
-        raise ValueError(
-            f"label {int(lab.max())} is not less than the number of label_gain entries ({n_gains}); "
-            "extend label_gain"
-        )
-    return lab.astype(np.int32)
-
-
-def check_label_gain(label_gain: Sequence[float] | np.ndarray | None) -> np.ndarray:
-    """Validate ``label_gain`` (None: LightGBM's default ``2**l - 1``) as a float64 array."""
-    if label_gain is None:
-        return np.asarray(DEFAULT_LABEL_GAIN)
-    try:
-        gains = np.asarray(label_gain, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"label_gain must be a sequence of numbers, got {label_gain!r}") from exc
-    if gains.ndim != 1 or gains.shape[0] == 0:
-        raise ValueError(f"label_gain must be a non-empty 1-D sequence, got shape {gains.shape}")
-    if not np.all(np.isfinite(gains)):
-        raise ValueError("label_gain must contain finite numbers")
-    return gains
 
 
 class LambdaRank(Loss):
@@ -292,14 +227,13 @@ class LambdaRank(Loss):
 
 
 def warmup() -> float:
-    """Compile (or load from numba's on-disk cache) every ranking kernel; return seconds taken.
+    """Compile (or load from numba's on-disk cache) the LambdaRank kernels; return seconds taken.
 
-    Covers the gradient and per-row loss kernels, LightGBM's sigmoid table for
-    ``sigmoid=1`` and :func:`smart_lgbm.ranking_metrics.ndcg_at`. The first call in a fresh
-    environment compiles (tens of seconds); later processes load the cache (well under 1 s).
+    Covers the gradient and per-row loss kernels and LightGBM's sigmoid table for
+    ``sigmoid=1``. The first call in a fresh environment compiles (tens of seconds); later
+    processes load the cache (well under 1 s). The ranking metrics have their own:
+    :func:`smart_lgbm.ranking_metrics.warmup`.
     """
-    from ..ranking_metrics import ndcg_at  # local import: ranking_metrics imports this module
-
     t0 = time.perf_counter()
     target = Target(
         label=np.array([0.0, 2.0, 1.0, 0.0, 1.0]),
@@ -310,5 +244,4 @@ def warmup() -> float:
     loss = LambdaRank()
     loss.gradient_hessian(raw, target)
     loss.loss(raw, target)
-    ndcg_at(raw, target.label, target.group, [1, 3], weight=target.weight)
     return time.perf_counter() - t0
