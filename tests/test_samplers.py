@@ -7,7 +7,7 @@ import pytest
 
 from smart_lgbm import MVS, FirstOrder, Full, LossBased, SecondOrder, Uniform, WeightTrimming, make_sampler
 from smart_lgbm.losses import BinaryLogloss, Target
-from smart_lgbm.samplers import GradientHistory, SamplingState, regularised_gradient, solve_rho
+from smart_lgbm.samplers import GradientHistory, ProbabilitySampler, SamplingState, regularised_gradient, solve_rho
 
 
 def _state(grad, hess, raw=None, history=None, loss=None, label=None, iteration=5):
@@ -88,7 +88,8 @@ def test_loss_based_probabilities_proportional_to_loss(rng):
     np.testing.assert_allclose(p, np.minimum(1.0, 0.5 * np.log1p(np.exp(-(2 * label - 1) * raw))), rtol=1e-12)
     state = _state(np.zeros(300), np.ones(300), raw=raw, label=label)
     sample = LossBased(rho=0.5).sample(state, np.random.default_rng(0))
-    np.testing.assert_allclose(sample.probabilities, p)
+    np.testing.assert_allclose(LossBased(rho=0.5).probabilities_from_state(state), p)
+    np.testing.assert_array_equal(sample.hess, 1.0 / p[sample.indices])  # the draw used those p
 
 
 # ------------------------------------------------------------------ unbiasedness
@@ -105,13 +106,11 @@ def test_fitted_gradient_is_unbiased(rng, sampler):
     reps = 4000
     total_g = np.zeros_like(grad)
     total_h = np.zeros_like(hess)
-    p = None
     for seed in range(reps):
         sample = sampler.sample(state, np.random.default_rng(seed))
         total_g[sample.indices] += sample.grad
         total_h[sample.indices] += sample.hess
-        p = sample.probabilities
-    p = np.full(200, 0.3) if p is None else p
+    p = sampler.probabilities_from_state(state) if isinstance(sampler, ProbabilitySampler) else np.full(200, 0.3)
     # Var of g q / p is g^2 (1 - p) / p: allow 5 standard errors per row
     se_g = np.abs(grad) * np.sqrt((1 - p) / p / reps)
     se_h = np.abs(hess) * np.sqrt((1 - p) / p / reps)
@@ -137,7 +136,7 @@ def test_regularised_second_order_is_unbiased_for_its_gradient(rng):
     for seed in range(reps):
         s = sampler.sample(state, np.random.default_rng(seed))
         total[s.indices] += s.grad
-        p = s.probabilities
+    p = sampler.probabilities_from_state(state)
     se = np.abs(target) * np.sqrt((1 - p) / p / reps)
     assert np.all(np.abs(total / reps - target) <= 5 * se + 1e-12)
 
