@@ -21,6 +21,7 @@ passes (never seen outside contrived spectra) an exact sort-based solve takes ov
 from __future__ import annotations
 
 import math
+import threading
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -43,16 +44,21 @@ def _kernels():
 
 
 class Workspace:
-    """Buffers a sampler reuses across iterations (never copied or pickled with it)."""
+    """Buffers a sampler reuses across iterations.
+
+    Per thread (one sampler object may serve concurrent runs), and never copied or
+    pickled with the sampler.
+    """
 
     def __init__(self) -> None:
-        self._arrays: dict[str, np.ndarray] = {}
+        self._local = threading.local()
 
     def array(self, name: str, n: int, dtype: type) -> np.ndarray:
-        arr = self._arrays.get(name)
+        arrays = self._local.__dict__.setdefault("arrays", {})
+        arr = arrays.get(name)
         if arr is None or arr.shape != (n,) or arr.dtype != dtype:
             arr = np.empty(n, dtype=dtype)
-            self._arrays[name] = arr
+            arrays[name] = arr
         return arr
 
     def __deepcopy__(self, memo: dict) -> Workspace:
@@ -62,7 +68,7 @@ class Workspace:
         return {}
 
     def __setstate__(self, state: dict) -> None:
-        self._arrays = {}
+        self._local = threading.local()
 
 
 def workspace_of(owner: object) -> Workspace:
@@ -237,7 +243,7 @@ def draw_sample(solution: Solution, h: np.ndarray, fit: Fit, rng: np.random.Gene
     m = int(offsets[-1] + counts[-1])
     num_class = h.shape[1]
     src = fit.source
-    anchor = fit.anchor if fit.anchor is not None else np.empty((0, num_class), dtype=src.dtype)
+    anchor = fit.anchor if fit.anchor is not None else _read_only(np.empty((0, num_class), dtype=src.dtype))
     leaves = fit.leaves if fit.leaves is not None else np.empty((0, num_class), dtype=np.int32)
     means = fit.means if fit.means is not None else np.empty((0, 0))
     out_idx = np.empty(m, dtype=np.int32)
@@ -248,6 +254,13 @@ def draw_sample(solution: Solution, h: np.ndarray, fit: Fit, rng: np.random.Gene
     if squeeze:
         out_g, out_h = out_g.reshape(m), out_h.reshape(m)
     return out_idx, out_g, out_h
+
+
+def _read_only(arr: np.ndarray) -> np.ndarray:
+    # anchors are read-only views of the history's ring buffers; numba compiles a kernel
+    # once per array type, and read-only is part of the type
+    arr.flags.writeable = False
+    return arr
 
 
 def leaf_means(values: np.ndarray, leaves: np.ndarray) -> np.ndarray:
