@@ -189,6 +189,15 @@ def test_rate_solve_is_scale_free(rng):
     assert 1100 < s.size < 1400
 
 
+def test_importances_wider_than_the_float_range_do_not_break_the_solve():
+    # relative to 1e300, 1e-300 and 5e-324 underflow to 0 once scaled: they get p = 0
+    s = np.array([1e300, 1.0, 1e-300, 5e-324, 0.0])
+    p = Scores(lambda g: g, rate=0.5).probabilities_from_importance(s)
+    np.testing.assert_array_equal(p, [1.0, 1.0, 0.0, 0.0, 0.0])
+    p = Scores(lambda g: g, rate=0.2).probabilities_from_importance(s)
+    assert p[0] == 1.0 and p.sum() == pytest.approx(1.0)
+
+
 # ------------------------------------------------------------------ zero importance
 
 
@@ -213,28 +222,6 @@ def test_all_zero_importance_falls_back_to_uniform_at_the_rate(rng):
     assert 300 < s.size < 500
     np.testing.assert_array_equal(s.hess, np.full(s.size, np.float32(1 / 0.2)))
     np.testing.assert_array_equal(FirstOrder(rho=3.0).probabilities_from_state(_state(g, h)), np.ones(2000))
-
-
-# ------------------------------------------------------------------ unbiasedness
-
-
-@pytest.mark.parametrize("name", ["loss_based", "user", "mvs_auto"])
-def test_more_samplers_are_unbiased(rng, name):
-    sampler = PROBABILITY_SAMPLERS[name](rate=0.3)
-    state = _loss_state(rng, 150)
-    g, h = state.grad, state.hess
-    reps = 3000
-    total_g = np.zeros(150)
-    for seed in range(reps):
-        s = sampler.sample(state, np.random.default_rng(seed))
-        total_g[s.indices] += s.grad
-    p = sampler.probabilities_from_state(state)
-    # Var(g q / p) = g^2 (1 - p) / p per row; float32 outputs add ~1e-7 relative
-    se = np.abs(g) * np.sqrt((1 - p) / p / reps)
-    assert np.all(np.abs(total_g / reps - g) <= 5 * se + 1e-6 * np.abs(g))
-    # and the sum over rows, the quantity every histogram bin estimates
-    assert abs(total_g.sum() / reps - g.sum()) <= 5 * np.sqrt(np.sum(g**2 * (1 - p) / p) / reps)
-    assert np.any(p < 1)
 
 
 # ------------------------------------------------------------------ threads

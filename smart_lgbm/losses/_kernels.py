@@ -96,29 +96,30 @@ def l2_loss(raw, label, weight, out):
 
 
 @njit(cache=True, inline="always")
-def _softmax_row(raw, i, e):
-    """Writes ``exp(raw[i, k] - max)`` into ``e``; returns their sum (LightGBM's ``Common::Softmax``)."""
-    num_class = raw.shape[1]
+def _row_max(raw, i):
     wmax = raw[i, 0]
-    for k in range(1, num_class):
+    for k in range(1, raw.shape[1]):
         wmax = max(raw[i, k], wmax)
-    wsum = 0.0
-    for k in range(num_class):
-        e[k] = math.exp(raw[i, k] - wmax)
-        wsum += e[k]
-    return wsum
+    return wmax
 
 
 @njit(parallel=True, cache=True)
 def softmax_gradients(raw, label, weight, factor, grad, hess):
-    """LightGBM's ``MulticlassSoftmax::GetGradients`` on row-major ``(n, K)`` arrays."""
+    """LightGBM's ``MulticlassSoftmax::GetGradients`` on row-major ``(n, K)`` arrays.
+
+    ``Common::Softmax``: ``exp(x - max)`` per class, summed class by class, then divided.
+    """
     n, num_class = raw.shape
     weighted = weight.shape[0] > 0
     n_blocks = (n + _ROW_BLOCK - 1) // _ROW_BLOCK
     for b in prange(n_blocks):
-        e = np.empty(num_class)
+        e = np.empty(num_class)  # one row's exponentials, reused for the block's rows
         for i in range(b * _ROW_BLOCK, min(n, (b + 1) * _ROW_BLOCK)):
-            wsum = _softmax_row(raw, i, e)
+            wmax = _row_max(raw, i)
+            wsum = 0.0
+            for k in range(num_class):
+                e[k] = math.exp(raw[i, k] - wmax)
+                wsum += e[k]
             y = int(label[i])
             for k in range(num_class):
                 p = e[k] / wsum
@@ -137,13 +138,10 @@ def softmax_loss(raw, label, weight, out):
     """Per-row ``-log softmax(raw)[label]`` times the weight (scipy's ``log_softmax`` order)."""
     n, num_class = raw.shape
     weighted = weight.shape[0] > 0
-    n_blocks = (n + _ROW_BLOCK - 1) // _ROW_BLOCK
-    for b in prange(n_blocks):
-        e = np.empty(num_class)
-        for i in range(b * _ROW_BLOCK, min(n, (b + 1) * _ROW_BLOCK)):
-            wsum = _softmax_row(raw, i, e)
-            wmax = raw[i, 0]
-            for k in range(1, num_class):
-                wmax = max(raw[i, k], wmax)
-            value = -((raw[i, int(label[i])] - wmax) - math.log(wsum))
-            out[i] = value * weight[i] if weighted else value
+    for i in prange(n):
+        wmax = _row_max(raw, i)
+        wsum = 0.0
+        for k in range(num_class):
+            wsum += math.exp(raw[i, k] - wmax)
+        value = -((raw[i, int(label[i])] - wmax) - math.log(wsum))
+        out[i] = value * weight[i] if weighted else value

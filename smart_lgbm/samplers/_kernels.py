@@ -62,6 +62,28 @@ def uniform(key, i):
 
 
 @njit(cache=True, inline="always")
+def _squares(g, h, i):
+    """``(|g_i|^2, |h_i|^2)``, squared Euclidean norms over the K columns."""
+    gg = 0.0
+    hh = 0.0
+    for k in range(g.shape[1]):
+        gv = np.float64(g[i, k])
+        hv = np.float64(h[i, k])
+        gg += gv * gv
+        hh += hv * hv
+    return gg, hh
+
+
+@njit(cache=True, inline="always")
+def _row_weight(h, i):
+    """``sum_k h_ik`` in column order: SecondOrder's importance and weight trimming's weight."""
+    acc = np.float64(h[i, 0])
+    for k in range(1, h.shape[1]):
+        acc += np.float64(h[i, k])
+    return acc
+
+
+@njit(cache=True, inline="always")
 def _score(kind, g, h, buf, lam, i):
     if kind == BUFFER:
         return buf[i]
@@ -77,18 +99,8 @@ def _score(kind, g, h, buf, lam, i):
             acc += v * v
         return math.sqrt(acc)
     if kind == SECOND:
-        acc = np.float64(h[i, 0])
-        for k in range(1, num_class):
-            acc += np.float64(h[i, k])
-        return acc
-    # MVS
-    gg = 0.0
-    hh = 0.0
-    for k in range(num_class):
-        gv = np.float64(g[i, k])
-        hv = np.float64(h[i, k])
-        gg += gv * gv
-        hh += hv * hv
+        return _row_weight(h, i)
+    gg, hh = _squares(g, h, i)  # MVS
     return math.sqrt(gg + lam * hh)
 
 
@@ -99,6 +111,17 @@ def _prob(s, c1, c2, rho):
         return 0.0
     p = rho * t
     return 1.0 if p >= 1.0 else p
+
+
+@njit(cache=True, inline="always")
+def _columns_in_order(table):
+    """Column sums of a per-block table ``(n_blocks, m)``, adding the blocks in block order:
+    the fixed order that makes every reduction independent of the thread count."""
+    out = np.zeros(table.shape[1], dtype=table.dtype)
+    for b in range(table.shape[0]):
+        for j in range(table.shape[1]):
+            out[j] += table[b, j]
+    return out
 
 
 @njit(cache=True)
@@ -115,8 +138,7 @@ def pow2_pair(k):
 def norm_sums(n, g, h):
     """``(sum_i |g_i|, sum_i |h_i|)`` (Euclidean norms over K), for MVS's automatic lambda."""
     nb = (n + BLOCK - 1) // BLOCK
-    gs = np.zeros(nb)
-    hs = np.zeros(nb)
+    sums = np.zeros((nb, 2))
     num_class = g.shape[1]
     for b in prange(nb):
         ga = 0.0
@@ -126,23 +148,13 @@ def norm_sums(n, g, h):
                 ga += abs(np.float64(g[i, 0]))
                 ha += abs(np.float64(h[i, 0]))
             else:
-                gg = 0.0
-                hh = 0.0
-                for k in range(num_class):
-                    gv = np.float64(g[i, k])
-                    hv = np.float64(h[i, k])
-                    gg += gv * gv
-                    hh += hv * hv
+                gg, hh = _squares(g, h, i)
                 ga += math.sqrt(gg)
                 ha += math.sqrt(hh)
-        gs[b] = ga
-        hs[b] = ha
-    gt = 0.0
-    ht = 0.0
-    for b in range(nb):
-        gt += gs[b]
-        ht += hs[b]
-    return gt, ht
+        sums[b, 0] = ga
+        sums[b, 1] = ha
+    total = _columns_in_order(sums)
+    return total[0], total[1]
 
 
 @njit(parallel=True, cache=True)
@@ -232,19 +244,12 @@ def scaled_histogram(kind, n, g, h, buf, lam, c1, c2):
     sm = np.zeros((nb, NBUCKET + 1))
     for b in prange(nb):
         for i in range(b * HIST_BLOCK, min(n, (b + 1) * HIST_BLOCK)):
-            s = _score(kind, g, h, buf, lam, i)
-            if s > 0.0:
-                t = (s * c1) * c2
+            t = (_score(kind, g, h, buf, lam, i) * c1) * c2
+            if t > 0.0:  # (a positive importance 2**1074 times below the largest underflows to 0)
                 j = _bucket(t)
                 cnt[b, j] += 1
                 sm[b, j] += t
-    count = np.zeros(NBUCKET + 1, np.int64)
-    total = np.zeros(NBUCKET + 1)
-    for b in range(nb):
-        for j in range(NBUCKET + 1):
-            count[j] += cnt[b, j]
-            total[j] += sm[b, j]
-    return count, total
+    return _columns_in_order(cnt), _columns_in_order(sm)
 
 
 @njit(cache=True)
@@ -268,11 +273,13 @@ def bracket(count, total, m):
             continue
         lower, upper = bucket_edges(j)
         if capped + count[j] + below[j + 1] / lower >= m:
-            free_sum = below[j]
+            free_sum = below[j]  # > 0: bucket j holds positive values
             rho = (m - capped) / free_sum
             return rho, capped, free_sum, rho * upper <= 1.0
         capped += count[j]
     free_sum = below[NBUCKET]
+    if free_sum <= 0.0:  # (rounding only) no bracket: the caller falls back to sorting
+        return np.nan, capped, free_sum, False
     return (m - capped) / free_sum, capped, free_sum, False
 
 
@@ -280,27 +287,22 @@ def bracket(count, total, m):
 def cap_round(kind, n, g, h, buf, lam, c1, c2, rho):
     """``(capped, free_sum)`` at ``rho``: rows with ``rho t >= 1`` and the sum of the other ``t``."""
     nb = (n + BLOCK - 1) // BLOCK
-    bcap = np.zeros(nb, np.int64)
-    bsum = np.zeros(nb)
+    bcap = np.zeros((nb, 1), np.int64)
+    bsum = np.zeros((nb, 1))
     for b in prange(nb):
-        capped = 0
+        count = 0
         acc = 0.0
         for i in range(b * BLOCK, min(n, (b + 1) * BLOCK)):
             s = _score(kind, g, h, buf, lam, i)
             if s > 0.0:
                 t = (s * c1) * c2
                 if rho * t >= 1.0:
-                    capped += 1
+                    count += 1
                 else:
                     acc += t
-        bcap[b] = capped
-        bsum[b] = acc
-    capped = 0
-    free_sum = 0.0
-    for b in range(nb):
-        capped += bcap[b]
-        free_sum += bsum[b]
-    return capped, free_sum
+        bcap[b, 0] = count
+        bsum[b, 0] = acc
+    return _columns_in_order(bcap)[0], _columns_in_order(bsum)[0]
 
 
 @njit(cache=True)
@@ -309,21 +311,24 @@ def sorted_rho(kind, n, g, h, buf, lam, c1, c2, m):
     t = np.empty(n)
     n_pos = 0
     for i in range(n):
-        s = _score(kind, g, h, buf, lam, i)
-        if s > 0.0:
-            t[n_pos] = (s * c1) * c2
+        ti = (_score(kind, g, h, buf, lam, i) * c1) * c2
+        if ti > 0.0:
+            t[n_pos] = ti
             n_pos += 1
     t = np.sort(t[:n_pos])  # ascending
     prefix = np.zeros(n_pos + 1)
     for j in range(n_pos):
         prefix[j + 1] = prefix[j] + t[j]
-    rho = m / prefix[n_pos]
+    best = m / prefix[n_pos]
     for k in range(n_pos):  # k largest rows capped, the n_pos - k smallest free
         free = n_pos - k
         rho = (m - k) / prefix[free]
-        if rho * t[free - 1] < 1.0 and (k == 0 or rho * t[free] >= 1.0):
+        if rho <= 0.0:
+            break
+        best = rho
+        if rho * t[free - 1] <= 1.0 and (k == 0 or rho * t[free] >= 1.0):
             return rho
-    return rho
+    return best
 
 
 @njit(parallel=True, cache=True)
@@ -420,16 +425,12 @@ def leaf_means(values, leaves, n_leaves):
                 leaf = leaves[i, k]
                 sums[b, k, leaf] += values[i, k]
                 counts[b, k, leaf] += 1
-    means = np.zeros((num_class, n_leaves))
-    for k in range(num_class):
-        for leaf in range(n_leaves):
-            total = 0.0
-            count = 0
-            for b in range(nb):
-                total += sums[b, k, leaf]
-                count += counts[b, k, leaf]
-            means[k, leaf] = total / max(count, 1)
-    return means
+    total = _columns_in_order(sums.reshape(nb, num_class * n_leaves))
+    count = _columns_in_order(counts.reshape(nb, num_class * n_leaves))
+    means = np.empty(num_class * n_leaves)
+    for j in range(means.shape[0]):
+        means[j] = total[j] / max(count[j], 1)
+    return means.reshape(num_class, n_leaves)
 
 
 # ---------------------------------------------------------------- weight trimming
@@ -458,15 +459,14 @@ def trim_histogram(n, h, shift_hi, prefix, shift_lo):
     sm = np.zeros((nb, nbins))
     bmin = np.full(nb, np.iinfo(np.int64).max)
     bmax = np.full(nb, -1)
-    bbad = np.zeros(nb, np.int64)
-    empty = np.empty(0)
+    bbad = np.zeros((nb, 1), np.int64)
     for b in prange(nb):
         cell = np.empty(1)
         cell_bits = cell.view(np.int64)
         for i in range(b * HIST_BLOCK, min(n, (b + 1) * HIST_BLOCK)):
-            w = _score(SECOND, h, h, empty, 0.0, i)
+            w = _row_weight(h, i)
             if not (w >= 0.0 and not math.isinf(w)):
-                bbad[b] += 1
+                bbad[b, 0] += 1
                 continue
             key = _key(w, cell, cell_bits)
             if (key >> shift_hi) != prefix:
@@ -476,19 +476,12 @@ def trim_histogram(n, h, shift_hi, prefix, shift_lo):
             sm[b, d] += w
             bmin[b] = min(bmin[b], key)
             bmax[b] = max(bmax[b], key)
-    count = np.zeros(nbins, np.int64)
-    sums = np.zeros(nbins)
     kmin = np.iinfo(np.int64).max
     kmax = -1
-    n_bad = 0
     for b in range(nb):
         kmin = min(kmin, bmin[b])
         kmax = max(kmax, bmax[b])
-        n_bad += bbad[b]
-        for d in range(nbins):
-            count[d] += cnt[b, d]
-            sums[d] += sm[b, d]
-    return count, sums, kmin, kmax, n_bad
+    return _columns_in_order(cnt), _columns_in_order(sm), kmin, kmax, _columns_in_order(bbad)[0]
 
 
 @njit(parallel=True, cache=True)
@@ -497,12 +490,11 @@ def trim_counts(n, h, tau):
     nb = (n + BLOCK - 1) // BLOCK
     less = np.zeros(nb, np.int64)
     ties = np.zeros(nb, np.int64)
-    empty = np.empty(0)
     for b in prange(nb):
         cell = np.empty(1)
         cell_bits = cell.view(np.int64)
         for i in range(b * BLOCK, min(n, (b + 1) * BLOCK)):
-            key = _key(_score(SECOND, h, h, empty, 0.0, i), cell, cell_bits)
+            key = _key(_row_weight(h, i), cell, cell_bits)
             if key < tau:
                 less[b] += 1
             elif key == tau:
@@ -516,14 +508,13 @@ def trim_gather(n, g, h, tau, n_tied_drop, tie_start, offsets, out_idx, out_g, o
     ``n_tied_drop``-th on (ties in row order; ``tie_start[b]`` ties precede block ``b``)."""
     nb = offsets.shape[0]
     num_class = g.shape[1]
-    empty = np.empty(0)
     for b in prange(nb):
         cell = np.empty(1)
         cell_bits = cell.view(np.int64)
         rank = tie_start[b]
         at = offsets[b]
         for i in range(b * BLOCK, min(n, (b + 1) * BLOCK)):
-            key = _key(_score(SECOND, h, h, empty, 0.0, i), cell, cell_bits)
+            key = _key(_row_weight(h, i), cell, cell_bits)
             if key < tau:
                 continue
             if key == tau:

@@ -113,8 +113,9 @@ class SamplingState:
     def __init__(self, iteration: int, grad: np.ndarray, hess: np.ndarray, raw: np.ndarray, loss: Loss,
                  target: Target, history: GradientHistory) -> None:
         grad, hess = np.asarray(grad), np.asarray(hess)
-        if grad.shape != hess.shape or grad.ndim not in (1, 2):
-            raise ValueError(f"grad and hess must have the same shape, (n,) or (n, K); got {grad.shape} and {hess.shape}")
+        if grad.shape != hess.shape or grad.ndim not in (1, 2) or grad.shape[0] == 0:
+            raise ValueError("grad and hess must have the same shape, (n,) or (n, K) with n >= 1; "
+                             f"got {grad.shape} and {hess.shape}")
         self.iteration = iteration
         self.raw = raw
         self.loss = loss

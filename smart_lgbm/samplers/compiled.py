@@ -144,16 +144,21 @@ def solve(imp: Importance, rate: float | None, rho: float | None, owner: str, ma
     ValueError
         Naming ``owner``, if an importance is NaN, infinite or negative.
     """
-    k = _kernels()
-    smax, n_pos, n_bad, exponent, total = k.scan(*imp.args(), rho is None)
-    if n_bad:
-        raise ValueError(f"{owner}: importance must be finite and non-negative; it has {n_bad} NaN, "
-                         "infinite or negative value(s)")
+    smax, n_pos, exponent, total = _scan(imp, owner, rho is None)
     if n_pos == 0:  # e.g. a perfectly fitted training set: uniform keeps boosting unbiased
         return Solution(Importance(CONST, imp.n, imp.g, imp.h), 1.0, 1.0, rate if rate is not None else 1.0)
     if rho is not None:
         return Solution(imp, 1.0, 1.0, rho)
     return Solution(imp, *_rate_rho(imp, rate * imp.n, n_pos, smax, exponent, total, max_rounds))
+
+
+def _scan(imp: Importance, owner: str, want_sum: bool) -> tuple[float, int, int, float]:
+    """``(smax, n_pos, exponent, total)`` of the importances (``_kernels.scan``); refuses bad ones."""
+    smax, n_pos, n_bad, exponent, total = _kernels().scan(*imp.args(), want_sum)
+    if n_bad:
+        raise ValueError(f"{owner}: importance must be finite and non-negative; it has {n_bad} NaN, "
+                         "infinite or negative value(s)")
+    return smax, n_pos, exponent, total
 
 
 def _rate_rho(imp: Importance, m: float, n_pos: int, smax: float, exponent: int, total: float,
@@ -174,8 +179,10 @@ def _rate_rho(imp: Importance, m: float, n_pos: int, smax: float, exponent: int,
         if not math.isfinite(rho) or rho <= 0.0:
             break
         now_capped, free_sum = k.cap_round(*imp.args(), c1, c2, rho)
-        if now_capped == capped:
+        if now_capped == capped or now_capped >= m:  # (the latter: rows rounded onto p = 1)
             return c1, c2, rho
+        if free_sum <= 0.0:  # (rounding only)
+            break
         capped = now_capped
         rho = (m - capped) / free_sum
     return c1, c2, k.sorted_rho(*imp.args(), c1, c2, m)
@@ -184,11 +191,7 @@ def _rate_rho(imp: Importance, m: float, n_pos: int, smax: float, exponent: int,
 def solve_rho_raw(importance: np.ndarray, expected_size: float, max_rounds: int) -> float:
     """``rho`` in the importance's own units (``inf`` when it does not fit in a float)."""
     imp = buffer_importance(np.asarray(importance).reshape(-1), int(np.size(importance)), "solve_rho")
-    k = _kernels()
-    smax, n_pos, n_bad, exponent, total = k.scan(*imp.args(), True)
-    if n_bad:
-        raise ValueError(f"solve_rho: importance must be finite and non-negative; it has {n_bad} NaN, "
-                         "infinite or negative value(s)")
+    smax, n_pos, exponent, total = _scan(imp, "solve_rho", True)
     if expected_size >= n_pos:
         return math.inf
     _, _, rho = _rate_rho(imp, float(expected_size), n_pos, smax, exponent, total, max_rounds)
