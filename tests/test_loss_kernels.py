@@ -222,6 +222,29 @@ def test_user_loss_outputs_are_cast_into_the_buffers(rng):
     np.testing.assert_array_equal(h, (2.0 * w).astype(np.float32))
 
 
+def test_subclass_overrides_replace_the_kernels(rng):
+    class Tempered(BinaryLogloss):  # a user's variant of a built-in loss
+        def gradient_hessian(self, raw, target):
+            g, h = super().gradient_hessian(raw, target)
+            return 0.5 * g, 0.25 * h
+
+        def loss(self, raw, target):
+            return np.full(target.num_rows, 7.0)
+
+    raw = rng.normal(size=200)
+    target = Target(label=(rng.random(200) < 0.5).astype(float))
+    g, h = _kernel_outputs(Tempered(), raw, target)
+    ref_g, ref_h = BinaryLogloss().gradient_hessian(raw, target)
+    np.testing.assert_array_equal(g, (0.5 * ref_g).astype(np.float32))
+    np.testing.assert_array_equal(h, (0.25 * ref_h).astype(np.float32))
+    out = np.empty(200)
+    Tempered().compute_loss(raw, target, out)
+    np.testing.assert_array_equal(out, np.full(200, 7.0))
+    # the built-in itself keeps its kernels
+    BinaryLogloss().compute_loss(raw, target, out)
+    np.testing.assert_allclose(out, np.logaddexp(0.0, -(2 * target.label - 1) * raw), rtol=1e-14)
+
+
 def test_bad_shapes_and_buffers_are_refused(rng):
     target = Target(label=np.zeros(10))
     loss = CustomLoss(lambda y, f: (f[:5], f[:5]), name="short")
@@ -235,7 +258,7 @@ def test_bad_shapes_and_buffers_are_refused(rng):
             return np.zeros(4), np.zeros(10)
 
     with pytest.raises(ValueError, match=r"loss Pair returned a gradient of shape \(4,\); expected \(10,\)"):
-        super(BinaryLogloss, Pair()).compute_gradients(np.zeros(10), target, g, h)
+        Pair().compute_gradients(np.zeros(10), target, g, h)
     with pytest.raises(TypeError, match="grad must be a C-contiguous float32"):
         BinaryLogloss().compute_gradients(np.zeros(10), target, np.empty(10), h)
     with pytest.raises(ValueError, match="hess has shape"):

@@ -125,6 +125,10 @@ class Loss(ABC):
             infinite value (values beyond float32's range count as infinite).
         """
         check_gradient_buffers(raw, grad, hess)
+        kernel = self._compiled("gradient_hessian", "_gradient_kernel")
+        if kernel is not None:
+            kernel(raw, target, grad, hess)
+            return
         values = self.gradient_hessian(raw, target)
         if not isinstance(values, tuple) or len(values) != 2:
             raise TypeError(f"{self.describe()} must return a (gradient, hessian) pair, got {type(values).__name__}")
@@ -149,14 +153,24 @@ class Loss(ABC):
 
     def loss(self, raw: np.ndarray, target: Target) -> np.ndarray:
         """Per-row loss of shape ``(n,)``, instance weights applied (for loss-based sampling)."""
-        raise NotImplementedError(f"{type(self).__name__} does not define a per-row loss")
+        if self._compiled("loss", "_loss_kernel") is None:
+            raise NotImplementedError(f"{type(self).__name__} does not define a per-row loss")
+        out = np.empty(target.num_rows)
+        self.compute_loss(raw, target, out)
+        return out
 
     def compute_loss(self, raw: np.ndarray, target: Target, out: np.ndarray) -> None:
         """Write :meth:`loss` of every row into the float64 buffer ``out`` of shape ``(n,)``.
 
-        The default calls :meth:`loss` and checks its shape; the built-in losses override it
-        with compiled kernels (LossBased sampling calls it each iteration with a reused buffer).
+        The built-in losses run compiled kernels (LossBased sampling calls this each
+        iteration with a reused buffer); otherwise :meth:`loss` is called and its shape checked.
         """
+        if out.shape != (target.num_rows,) or out.dtype != np.float64:
+            raise ValueError(f"out must be a float64 array of shape ({target.num_rows},)")
+        kernel = self._compiled("loss", "_loss_kernel")
+        if kernel is not None:
+            kernel(raw, target, out)
+            return
         values = np.asarray(self.loss(raw, target), dtype=np.float64)
         if values.shape != out.shape:
             raise ValueError(f"{self.describe()} returned a per-row loss of shape {values.shape}; expected {out.shape}")
@@ -165,6 +179,18 @@ class Loss(ABC):
     def transform(self, raw: np.ndarray) -> np.ndarray:
         """Map raw scores to what ``Booster.predict`` returns for the stock objective."""
         return raw
+
+    def _compiled(self, method: str, kernel: str) -> Any:
+        """The bound compiled ``kernel`` that stands for ``method``, or None.
+
+        A built-in loss defines ``kernel`` next to ``method``; a subclass that overrides
+        ``method`` below that class gets its own method used instead.
+        """
+        cls = type(self)
+        kernel_owner = defining_class(cls, kernel)
+        if kernel_owner is None or not issubclass(kernel_owner, defining_class(cls, method)):
+            return None
+        return getattr(self, kernel)
 
     def __repr__(self) -> str:
         params = ", ".join(f"{k}={v!r}" for k, v in vars(self).items() if not k.startswith("_"))
@@ -197,6 +223,11 @@ def check_finite(name: str, values: np.ndarray) -> None:
     bad = count_nonfinite(values)
     if bad:
         raise ValueError(f"{name} contains {bad} NaN or infinite value(s); all must be finite")
+
+
+def defining_class(cls: type, name: str) -> type | None:
+    """The class in ``cls``'s MRO whose body defines attribute ``name`` (None if none does)."""
+    return next((c for c in cls.__mro__ if name in vars(c)), None)
 
 
 def check_gradient_buffers(raw: np.ndarray, grad: np.ndarray, hess: np.ndarray) -> None:

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 from scipy.special import expit
 
-from .base import Loss, Target, apply_weight, check_gradient_buffers, loss_buffer_arrays
+from .base import Loss, Target, apply_weight, loss_buffer_arrays
 
 # LightGBM clamps the average label away from 0 and 1 before taking the log-odds.
 _K_EPSILON = 1e-15
@@ -83,19 +83,13 @@ class BinaryLogloss(Loss):
         np.multiply(hess, self.sigmoid - hess, out=hess)
         return apply_weight(response, target.weight), apply_weight(hess, target.weight)
 
-    def compute_gradients(self, raw: np.ndarray, target: Target, grad: np.ndarray, hess: np.ndarray) -> None:
+    def _gradient_kernel(self, raw: np.ndarray, target: Target, grad: np.ndarray, hess: np.ndarray) -> None:
         from . import _kernels  # numba loads on first use
 
-        check_gradient_buffers(raw, grad, hess)
         raw, label, weight = loss_buffer_arrays(raw, target, 1)
         _kernels.binary_gradients(raw, label, weight, self.sigmoid, grad, hess)
 
-    def loss(self, raw: np.ndarray, target: Target) -> np.ndarray:
-        out = np.empty(target.num_rows)
-        self.compute_loss(raw, target, out)
-        return out
-
-    def compute_loss(self, raw: np.ndarray, target: Target, out: np.ndarray) -> None:
+    def _loss_kernel(self, raw: np.ndarray, target: Target, out: np.ndarray) -> None:
         """Per-row ``log(1 + exp(-sign * sigmoid * raw))`` (sign = +-1 for label 1/0), weighted."""
         from . import _kernels
 

@@ -17,7 +17,7 @@ import numba
 import numpy as np
 
 from . import _lambdarank_kernels as _k
-from .base import Loss, Target, check_gradient_buffers
+from .base import Loss, Target
 
 #: LightGBM's default ``label_gain``: ``2**l - 1`` for labels 0..30.
 DEFAULT_LABEL_GAIN: tuple[float, ...] = tuple(float((1 << i) - 1) for i in range(31))
@@ -263,11 +263,10 @@ class LambdaRank(Loss):
         self.compute_gradients(raw, target, grad, hess)
         return grad.astype(np.float64), hess.astype(np.float64)
 
-    def compute_gradients(self, raw: np.ndarray, target: Target, grad: np.ndarray, hess: np.ndarray) -> None:
+    def _gradient_kernel(self, raw: np.ndarray, target: Target, grad: np.ndarray, hess: np.ndarray) -> None:
         """LightGBM's float32 lambdas and hessians, written straight into ``grad`` and ``hess``."""
         prep = self._prepared(target)
         score = self._scores(raw, target)
-        check_gradient_buffers(score, grad, hess)
         table, min_in, max_in, factor = _sigmoid_table(self.sigmoid)
         with numba.parallel_chunksize(1):
             _k.lambdarank_gradients(
@@ -284,16 +283,11 @@ class LambdaRank(Loss):
         with the plain ``|dNDCG|`` (no ``norm`` score-distance division or query scaling).
         Only loss-based sampling uses it; ``gradient_hessian`` is not its derivative.
         """
-        out = np.empty(target.num_rows, dtype=np.float64)
-        self.compute_loss(raw, target, out)
-        return out
+        return super().loss(raw, target)
 
-    def compute_loss(self, raw: np.ndarray, target: Target, out: np.ndarray) -> None:
-        """:meth:`loss` written into the float64 buffer ``out``."""
+    def _loss_kernel(self, raw: np.ndarray, target: Target, out: np.ndarray) -> None:
         prep = self._prepared(target)
         score = self._scores(raw, target)
-        if out.shape != score.shape or out.dtype != np.float64:
-            raise ValueError(f"out must be a float64 array of shape {score.shape}")
         with numba.parallel_chunksize(1):
             _k.lambdarank_pair_loss(
                 score, prep["labels"], prep["gains"], prep["boundaries"], prep["inv_max_dcg"],

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 from scipy.special import softmax
 
-from .base import Loss, Target, apply_weight, check_gradient_buffers, loss_buffer_arrays
+from .base import Loss, Target, apply_weight, loss_buffer_arrays
 
 _K_EPSILON = 1e-15
 
@@ -82,19 +82,13 @@ class MulticlassSoftmax(Loss):
         hess = self._factor * prob * (1.0 - prob)
         return apply_weight(grad, target.weight), apply_weight(hess, target.weight)
 
-    def compute_gradients(self, raw: np.ndarray, target: Target, grad: np.ndarray, hess: np.ndarray) -> None:
+    def _gradient_kernel(self, raw: np.ndarray, target: Target, grad: np.ndarray, hess: np.ndarray) -> None:
         from . import _kernels  # numba loads on first use
 
-        check_gradient_buffers(raw, grad, hess)
         raw, label, weight = loss_buffer_arrays(raw, target, self.num_class)
         _kernels.softmax_gradients(raw, label, weight, self._factor, grad, hess)
 
-    def loss(self, raw: np.ndarray, target: Target) -> np.ndarray:
-        out = np.empty(target.num_rows)
-        self.compute_loss(raw, target, out)
-        return out
-
-    def compute_loss(self, raw: np.ndarray, target: Target, out: np.ndarray) -> None:
+    def _loss_kernel(self, raw: np.ndarray, target: Target, out: np.ndarray) -> None:
         """Per-row ``-log softmax(raw)[label]``, weighted."""
         from . import _kernels
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from .base import Loss, Target, check_gradient_buffers, loss_buffer_arrays
+from .base import Loss, Target, loss_buffer_arrays
 
 
 class SquaredError(Loss):
@@ -47,19 +47,13 @@ class SquaredError(Loss):
         grad = (grad.astype(np.float32) * weight32).astype(np.float64)
         return grad, weight32.astype(np.float64)
 
-    def compute_gradients(self, raw: np.ndarray, target: Target, grad: np.ndarray, hess: np.ndarray) -> None:
+    def _gradient_kernel(self, raw: np.ndarray, target: Target, grad: np.ndarray, hess: np.ndarray) -> None:
         from . import _kernels  # numba loads on first use
 
-        check_gradient_buffers(raw, grad, hess)
         raw, label, weight = loss_buffer_arrays(raw, target, 1)
         _kernels.l2_gradients(raw, label, weight, grad, hess)
 
-    def loss(self, raw: np.ndarray, target: Target) -> np.ndarray:
-        out = np.empty(target.num_rows)
-        self.compute_loss(raw, target, out)
-        return out
-
-    def compute_loss(self, raw: np.ndarray, target: Target, out: np.ndarray) -> None:
+    def _loss_kernel(self, raw: np.ndarray, target: Target, out: np.ndarray) -> None:
         """Per-row ``0.5 * (raw - label)**2``, weighted."""
         from . import _kernels
 

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from ..losses.base import Loss, Target
+from ..losses.base import Loss, Target, defining_class
 from . import compiled
 
 
@@ -274,11 +274,6 @@ def solve_rho(importance: np.ndarray, expected_size: float, max_rounds: int = 64
     return compiled.solve_rho_raw(importance, expected_size, max_rounds)
 
 
-def _defining_class(cls: type, name: str) -> type:
-    """The class in ``cls``'s MRO whose body defines attribute ``name``."""
-    return next(c for c in cls.__mro__ if name in vars(c))
-
-
 class ProbabilitySampler(Sampler):
     """Importance sampling with ``p_i = min(1, rho * s_i)`` for an importance score ``s``.
 
@@ -326,9 +321,9 @@ class ProbabilitySampler(Sampler):
     def _compiled_kind(self) -> int | None:
         """The built-in kernel computing this sampler's importance, or None for a user's own."""
         cls = type(self)
-        owner = _defining_class(cls, "importance")
+        owner = defining_class(cls, "importance")
         kind = vars(owner).get("_kind")
-        from_state = _defining_class(cls, "importance_from_state")
+        from_state = defining_class(cls, "importance_from_state")
         if kind is None or from_state not in (ProbabilitySampler, owner):
             return None
         return kind
@@ -378,13 +373,13 @@ class ProbabilitySampler(Sampler):
         return compiled.Fit(state.kernel_arrays()[0])
 
     def _fit_of_state(self, state: SamplingState) -> compiled.Fit:
-        owner = _defining_class(type(self), "fitting_gradient")
+        owner = defining_class(type(self), "fitting_gradient")
         if "_fit" in vars(owner):  # a built-in fitting gradient: computed for drawn rows only
             return owner._fit(self, state)
         source = np.asarray(self.fitting_gradient(state))
-        if source.shape != state.grad.shape:
+        if source.shape != state.shape:
             raise ValueError(f"{type(self).__name__}.fitting_gradient returned shape {source.shape}; "
-                             f"expected {state.grad.shape}")
+                             f"expected {state.shape}")
         return compiled.Fit(compiled.as_rows(source))
 
     def sample(self, state: SamplingState, rng: np.random.Generator) -> Sample:

@@ -276,16 +276,15 @@ def leaf_means(values: np.ndarray, leaves: np.ndarray) -> np.ndarray:
     return _kernels().leaf_means(values, leaves, n_leaves)
 
 
-def check_leaves(leaves: object, shape: tuple[int, int], owner: str) -> np.ndarray:
+def check_leaves(leaves: object, shape: tuple[int, int], owner: str, name: str = "history.leaves") -> np.ndarray:
     """Each row's leaf per tree as C-contiguous int32 ``(n, K)``; refuses other shapes and negatives."""
     arr = np.asarray(leaves)
     n, num_class = shape
     expected = (n,) if num_class == 1 else (n, num_class)
     if arr.dtype.kind not in "iu" or arr.shape != expected:
-        raise ValueError(f"{owner}: history.leaves must be an integer array of shape {expected}, "
-                         f"got {arr.dtype} {arr.shape}")
+        raise ValueError(f"{owner}: {name} must be an integer array of shape {expected}, got {arr.dtype} {arr.shape}")
     if arr.size and arr.min() < 0:
-        raise ValueError(f"{owner}: history.leaves must be non-negative leaf indices")
+        raise ValueError(f"{owner}: {name} must be non-negative leaf indices")
     return np.ascontiguousarray(arr, dtype=np.int32).reshape(n, num_class)
 
 

@@ -67,6 +67,8 @@ class SecondOrder(ProbabilitySampler):
         (plain second-gradient-proportional sampling).
     """
 
+    _kind = compiled.SECOND
+
     def __init__(
         self,
         rate: float | None = None,
@@ -95,8 +97,6 @@ class SecondOrder(ProbabilitySampler):
     @property
     def needs_leaves(self) -> bool:  # type: ignore[override]
         return self.anchor_lag is not None and self.eta > 0
-
-    _kind = compiled.SECOND
 
     def importance(self, grad: np.ndarray, hess: np.ndarray) -> np.ndarray:
         return row_sum(hess)
@@ -149,7 +149,7 @@ def regularised_gradient(
     if eta == 0.0:
         return out
     anchor_rows = compiled.as_rows(anchor)
-    leaf_rows = compiled.check_leaves(leaves, anchor_rows.shape, "regularised_gradient")
+    leaf_rows = compiled.check_leaves(leaves, anchor_rows.shape, "regularised_gradient", "leaves")
     means = compiled.leaf_means(anchor_rows, leaf_rows)
     per_row = means[np.arange(means.shape[0])[None, :], leaf_rows]  # [i, k] = means[k, leaves[i, k]]
     return out + eta * per_row.reshape(out.shape)
@@ -174,6 +174,8 @@ class MVS(ProbabilitySampler):
         CatBoost derives it from the previous iteration's leaf values to the same effect).
     """
 
+    _kind = compiled.MVS
+
     def __init__(self, rate: float | None = None, rho: float | None = None, reg: float | str = "auto") -> None:
         super().__init__(rate=rate, rho=rho)
         if reg != "auto":
@@ -183,8 +185,6 @@ class MVS(ProbabilitySampler):
                 raise ValueError(f"reg must be a finite number >= 0 or 'auto', got {reg!r}")
             reg = float(reg)
         self.reg = reg
-
-    _kind = compiled.MVS
 
     def importance(self, grad: np.ndarray, hess: np.ndarray) -> np.ndarray:
         g = row_norm(grad)
