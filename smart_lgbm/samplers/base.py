@@ -328,8 +328,10 @@ class ProbabilitySampler(Sampler):
             return None
         return kind
 
-    def _importance_of(self, g: np.ndarray, h: np.ndarray, kind: int) -> compiled.Importance:
-        """A built-in importance over ``(n, K)`` arrays (subclasses add their parameters)."""
+    def _importance_of(self, g: np.ndarray, h: np.ndarray, kind: int,
+                       state: SamplingState | None = None) -> compiled.Importance:
+        """A built-in importance over ``(n, K)`` arrays; subclasses add their parameters
+        (MVS's lambda) or read more of ``state`` (LossBased's per-row loss)."""
         return compiled.Importance(kind, g.shape[0], g, h)
 
     def _importance_of_state(self, state: SamplingState) -> compiled.Importance:
@@ -338,10 +340,7 @@ class ProbabilitySampler(Sampler):
         if kind is None:
             return compiled.buffer_importance(self.importance_from_state(state), state.num_rows,
                                               type(self).__name__, g, h)
-        return self._importance_of(g, h, kind) if kind != compiled.LOSS else self._loss_importance(state, g, h)
-
-    def _loss_importance(self, state: SamplingState, g: np.ndarray, h: np.ndarray) -> compiled.Importance:
-        raise NotImplementedError  # LossBased
+        return self._importance_of(g, h, kind, state)
 
     def _solve(self, imp: compiled.Importance) -> compiled.Solution:
         return compiled.solve(imp, self.rate, self.rho, type(self).__name__)

@@ -14,7 +14,7 @@ importances does not matter.  One pass gives the largest importance and the scal
 no row reaches ``p = 1`` at ``rho = m / sum(t)`` that is the answer.  Otherwise a histogram
 pass over ``t`` (64 octaves x 32 buckets) brackets the threshold ``1/rho`` to one bucket,
 and Newton's iteration on the concave, piecewise-linear ``f(rho)``, started from below,
-settles the few rows of that bucket (typically 0-2 passes).  After ``max_rounds`` Newton
+settles the few rows of that bucket (0-3 passes on every spectrum tried).  After ``max_rounds`` Newton
 passes (never seen outside contrived spectra) an exact sort-based solve takes over.
 """
 

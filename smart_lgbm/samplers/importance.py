@@ -196,7 +196,8 @@ class MVS(ProbabilitySampler):
             lam = self.reg
         return np.sqrt(g * g + lam * h * h)
 
-    def _importance_of(self, g: np.ndarray, h: np.ndarray, kind: int) -> compiled.Importance:
+    def _importance_of(self, g: np.ndarray, h: np.ndarray, kind: int,
+                       state: SamplingState | None = None) -> compiled.Importance:
         lam = compiled.mvs_lambda(g, h) if self.reg == "auto" else self.reg
         return compiled.Importance(kind, g.shape[0], g, h, lam=lam)
 
@@ -227,7 +228,8 @@ class LossBased(ProbabilitySampler):
     def importance_from_state(self, state: SamplingState) -> np.ndarray:
         return np.maximum(state.loss.loss(state.raw, state.target), 0.0)
 
-    def _loss_importance(self, state: SamplingState, g: np.ndarray, h: np.ndarray) -> compiled.Importance:
+    def _importance_of(self, g: np.ndarray, h: np.ndarray, kind: int,
+                       state: SamplingState | None = None) -> compiled.Importance:
         # the per-row loss, written into a buffer reused across iterations
         buf = compiled.workspace_of(self).array("loss", state.num_rows, np.float64)
         state.loss.compute_loss(state.raw, state.target, buf)
