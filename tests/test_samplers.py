@@ -7,7 +7,7 @@ import pytest
 
 from smart_lgbm import MVS, FirstOrder, Full, LossBased, SecondOrder, Uniform, WeightTrimming, make_sampler
 from smart_lgbm.losses import BinaryLogloss, Target
-from smart_lgbm.samplers import GradientHistory, SamplingState, regularised_gradient, solve_rho
+from smart_lgbm.samplers import GradientHistory, ProbabilitySampler, SamplingState, regularised_gradient, solve_rho
 
 
 def _state(grad, hess, raw=None, history=None, loss=None, label=None, iteration=5):
@@ -88,7 +88,8 @@ def test_loss_based_probabilities_proportional_to_loss(rng):
     np.testing.assert_allclose(p, np.minimum(1.0, 0.5 * np.log1p(np.exp(-(2 * label - 1) * raw))), rtol=1e-12)
     state = _state(np.zeros(300), np.ones(300), raw=raw, label=label)
     sample = LossBased(rho=0.5).sample(state, np.random.default_rng(0))
-    np.testing.assert_allclose(sample.probabilities, p)
+    np.testing.assert_allclose(LossBased(rho=0.5).probabilities_from_state(state), p)
+    np.testing.assert_array_equal(sample.hess, 1.0 / p[sample.indices])  # the draw used those p
 
 
 # ------------------------------------------------------------------ unbiasedness
@@ -103,22 +104,50 @@ def test_fitted_gradient_is_unbiased(rng, sampler):
     grad, hess = _grads(rng, n=200)
     state = _state(grad, hess)
     reps = 4000
-    total_g = np.zeros_like(grad)
-    total_h = np.zeros_like(hess)
-    p = None
+    mean_g, mean_h = _average_fit(sampler, state, reps)
+    p = sampler.probabilities_from_state(state) if isinstance(sampler, ProbabilitySampler) else np.full(200, 0.3)
+    # Var of g q / p is g^2 (1 - p) / p: allow 5 standard errors per row
+    se_g = np.abs(grad) * np.sqrt((1 - p) / p / reps)
+    se_h = np.abs(hess) * np.sqrt((1 - p) / p / reps)
+    assert np.all(np.abs(mean_g - grad) <= 5 * se_g + 1e-12)
+    assert np.all(np.abs(mean_h - hess) <= 5 * se_h + 1e-12)
+    # and a biased estimator (no 1/p) would fail the same check
+    assert np.any(np.abs(mean_g * p - grad) > 5 * se_g + 1e-12) or np.all(p == 1)
+
+
+def _average_fit(sampler, state, reps):
+    """Mean over ``reps`` seeds of each row's fitted (g, h), 0 when not drawn."""
+    total_g = np.zeros(state.shape)
+    total_h = np.zeros(state.shape)
     for seed in range(reps):
         sample = sampler.sample(state, np.random.default_rng(seed))
         total_g[sample.indices] += sample.grad
         total_h[sample.indices] += sample.hess
-        p = sample.probabilities
-    p = np.full(200, 0.3) if p is None else p
-    # Var of g q / p is g^2 (1 - p) / p: allow 5 standard errors per row
-    se_g = np.abs(grad) * np.sqrt((1 - p) / p / reps)
-    se_h = np.abs(hess) * np.sqrt((1 - p) / p / reps)
-    assert np.all(np.abs(total_g / reps - grad) <= 5 * se_g + 1e-12)
-    assert np.all(np.abs(total_h / reps - hess) <= 5 * se_h + 1e-12)
-    # and a biased estimator (no 1/p) would fail the same check
-    assert np.any(np.abs(total_g / reps * p - grad) > 5 * se_g + 1e-12) or np.all(p == 1)
+    return total_g / reps, total_h / reps
+
+
+class _SqrtGradient(ProbabilitySampler):
+    def importance(self, grad, hess):
+        return np.sqrt(np.abs(grad))
+
+
+@pytest.mark.parametrize("sampler", [LossBased(rate=0.3), MVS(rate=0.3), _SqrtGradient(rate=0.3)],
+                         ids=["loss_based", "mvs_auto", "user"])
+def test_float32_states_are_unbiased_too(rng, sampler):
+    n, reps = 150, 3000
+    raw = rng.normal(scale=2.0, size=n)
+    label = (rng.random(n) < 0.4).astype(float)
+    g, h = np.empty(n, np.float32), np.empty(n, np.float32)  # the engine's buffers
+    BinaryLogloss().compute_gradients(raw, Target(label=label), g, h)
+    state = _state(g, h, raw=raw, label=label)
+    mean_g, _ = _average_fit(sampler, state, reps)
+    p = sampler.probabilities_from_state(state)
+    grad = state.grad
+    se = np.abs(grad) * np.sqrt((1 - p) / p / reps)
+    assert np.all(np.abs(mean_g - grad) <= 5 * se + 1e-6 * np.abs(grad))  # + float32 rounding
+    # the sum over rows, which every histogram bin estimates
+    assert abs(mean_g.sum() - grad.sum()) <= 5 * np.sqrt(np.sum(grad**2 * (1 - p) / p) / reps)
+    assert np.any(p < 1)
 
 
 def test_regularised_second_order_is_unbiased_for_its_gradient(rng):
@@ -133,13 +162,10 @@ def test_regularised_second_order_is_unbiased_for_its_gradient(rng):
     state = _state(grad, hess, history=history)
     target = regularised_gradient(grad, anchor, leaves, 0.5)
     reps = 3000
-    total = np.zeros(150)
-    for seed in range(reps):
-        s = sampler.sample(state, np.random.default_rng(seed))
-        total[s.indices] += s.grad
-        p = s.probabilities
+    mean_g, _ = _average_fit(sampler, state, reps)
+    p = sampler.probabilities_from_state(state)
     se = np.abs(target) * np.sqrt((1 - p) / p / reps)
-    assert np.all(np.abs(total / reps - target) <= 5 * se + 1e-12)
+    assert np.all(np.abs(mean_g - target) <= 5 * se + 1e-12)
 
 
 # ------------------------------------------------------------------ SecondOrder regulariser

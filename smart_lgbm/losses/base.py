@@ -89,6 +89,10 @@ class Loss(ABC):
         """
         return np.zeros(self.num_model_per_iteration)
 
+    def describe(self) -> str:
+        """How error messages name this loss (e.g. ``"loss Huber"``)."""
+        return f"loss {type(self).__name__}"
+
     @abstractmethod
     def gradient_hessian(self, raw: np.ndarray, target: Target) -> tuple[np.ndarray, np.ndarray]:
         """First and second derivative of the loss at ``raw``, instance weights applied.
@@ -96,13 +100,97 @@ class Loss(ABC):
         Returns float64 arrays of the same shape as ``raw``.
         """
 
+    def compute_gradients(self, raw: np.ndarray, target: Target, grad: np.ndarray, hess: np.ndarray) -> None:
+        """Write ``g`` and ``h`` of every row, instance weights applied, into float32 buffers.
+
+        This is what the engine calls each iteration (the buffers are reused).  The default
+        calls :meth:`gradient_hessian` and checks its output for *every* row, so that a user
+        loss returning NaN or infinite values is caught here, naming the loss, whichever
+        rows a sampler draws later.  The built-in losses override it with compiled kernels
+        whose float32 values are LightGBM's own gradients bit for bit.
+
+        Parameters
+        ----------
+        raw : ndarray of float64, shape (n,) or (n, K)
+            Current raw scores.
+        target : Target
+            Labels, weights and groups of the same rows.
+        grad, hess : ndarray of float32, C-contiguous, same shape as ``raw``
+            Outputs.
+
+        Raises
+        ------
+        ValueError
+            If ``gradient_hessian`` returns arrays of the wrong shape, or any NaN or
+            infinite value (values beyond float32's range count as infinite).
+        """
+        check_gradient_buffers(raw, grad, hess)
+        kernel = self._compiled("gradient_hessian", "_gradient_kernel")
+        if kernel is not None:
+            kernel(raw, target, grad, hess)
+            return
+        values = self.gradient_hessian(raw, target)
+        if not isinstance(values, tuple) or len(values) != 2:
+            raise TypeError(f"{self.describe()} must return a (gradient, hessian) pair, got {type(values).__name__}")
+        for name, value, out in (("gradient", values[0], grad), ("hessian", values[1], hess)):
+            try:
+                value = np.asarray(value, dtype=np.float64)
+            except (TypeError, ValueError) as exc:
+                raise TypeError(f"{self.describe()} returned a {name} that is not numeric: {exc}") from None
+            if value.shape != out.shape:
+                raise ValueError(
+                    f"{self.describe()} returned a {name} of shape {value.shape}; expected {out.shape} "
+                    "(the shape of the raw scores)"
+                )
+            with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported below
+                np.copyto(out, value, casting="unsafe")
+            bad = count_nonfinite(out)
+            if bad:
+                raise ValueError(
+                    f"{self.describe()} returned {bad} NaN or infinite {name} value(s); every row's "
+                    f"{name} must be finite (and within float32 range, as LightGBM stores them)"
+                )
+
     def loss(self, raw: np.ndarray, target: Target) -> np.ndarray:
         """Per-row loss of shape ``(n,)``, instance weights applied (for loss-based sampling)."""
-        raise NotImplementedError(f"{type(self).__name__} does not define a per-row loss")
+        if self._compiled("loss", "_loss_kernel") is None:
+            raise NotImplementedError(f"{type(self).__name__} does not define a per-row loss")
+        out = np.empty(target.num_rows)
+        self.compute_loss(raw, target, out)
+        return out
+
+    def compute_loss(self, raw: np.ndarray, target: Target, out: np.ndarray) -> None:
+        """Write :meth:`loss` of every row into the float64 buffer ``out`` of shape ``(n,)``.
+
+        The built-in losses run compiled kernels (LossBased sampling calls this each
+        iteration with a reused buffer); otherwise :meth:`loss` is called and its shape checked.
+        """
+        if out.shape != (target.num_rows,) or out.dtype != np.float64:
+            raise ValueError(f"out must be a float64 array of shape ({target.num_rows},)")
+        kernel = self._compiled("loss", "_loss_kernel")
+        if kernel is not None:
+            kernel(raw, target, out)
+            return
+        values = np.asarray(self.loss(raw, target), dtype=np.float64)
+        if values.shape != out.shape:
+            raise ValueError(f"{self.describe()} returned a per-row loss of shape {values.shape}; expected {out.shape}")
+        out[...] = values
 
     def transform(self, raw: np.ndarray) -> np.ndarray:
         """Map raw scores to what ``Booster.predict`` returns for the stock objective."""
         return raw
+
+    def _compiled(self, method: str, kernel: str) -> Any:
+        """The bound compiled ``kernel`` that stands for ``method``, or None.
+
+        A built-in loss defines ``kernel`` next to ``method``; a subclass that overrides
+        ``method`` below that class gets its own method used instead.
+        """
+        cls = type(self)
+        kernel_owner = defining_class(cls, kernel)
+        if kernel_owner is None or not issubclass(kernel_owner, defining_class(cls, method)):
+            return None
+        return getattr(self, kernel)
 
     def __repr__(self) -> str:
         params = ", ".join(f"{k}={v!r}" for k, v in vars(self).items() if not k.startswith("_"))
@@ -120,10 +208,54 @@ def apply_weight(values: np.ndarray, weight: np.ndarray | None) -> np.ndarray:
     return values
 
 
+def count_nonfinite(values: np.ndarray) -> int:
+    """Number of NaN or infinite entries of ``values``."""
+    # One fast pass: a sum is finite when every term is (an overflowing sum of finite
+    # values only sends it to the exact count).
+    with np.errstate(invalid="ignore", over="ignore"):  # inf - inf and overflow just fail the test
+        if np.isfinite(np.sum(values)):
+            return 0
+    return int(np.size(values) - np.count_nonzero(np.isfinite(values)))
+
+
 def check_finite(name: str, values: np.ndarray) -> None:
     """Raise ``ValueError`` naming ``name`` if any entry is NaN or infinite."""
-    # One fast pass: a sum is finite when every term is (an overflowing sum of finite
-    # values only sends it to the exact check).
-    if not np.isfinite(np.sum(values)) and not np.all(np.isfinite(values)):
-        bad = int(np.size(values) - np.count_nonzero(np.isfinite(values)))
+    bad = count_nonfinite(values)
+    if bad:
         raise ValueError(f"{name} contains {bad} NaN or infinite value(s); all must be finite")
+
+
+def defining_class(cls: type, name: str) -> type | None:
+    """The class in ``cls``'s MRO whose body defines attribute ``name`` (None if none does)."""
+    return next((c for c in cls.__mro__ if name in vars(c)), None)
+
+
+def check_gradient_buffers(raw: np.ndarray, grad: np.ndarray, hess: np.ndarray) -> None:
+    """Refuse output buffers ``compute_gradients`` cannot write into (shape, dtype, layout)."""
+    for name, buf in (("grad", grad), ("hess", hess)):
+        if not isinstance(buf, np.ndarray) or buf.dtype != np.float32 or not buf.flags.c_contiguous:
+            raise TypeError(f"{name} must be a C-contiguous float32 numpy array")
+        if buf.shape != raw.shape:
+            raise ValueError(f"{name} has shape {buf.shape}; expected the raw score shape {raw.shape}")
+        if not buf.flags.writeable:
+            raise ValueError(f"{name} must be writeable")
+
+
+def loss_buffer_arrays(raw: np.ndarray, target: Target, num_class: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(raw, label, weight)`` as the compiled loss kernels take them.
+
+    ``raw`` float64 C-contiguous, ``(n,)`` for one tree per iteration, ``(n, K)`` otherwise;
+    ``label`` float64; ``weight`` float64 or an empty array for unit weights.  No copies
+    when the inputs already have that form.
+    """
+    n = target.num_rows
+    shape = (n,) if num_class == 1 else (n, num_class)
+    raw = np.ascontiguousarray(raw, dtype=np.float64)
+    if raw.shape != shape:
+        raise ValueError(f"raw must have shape {shape}, got {raw.shape}")
+    label = np.ascontiguousarray(target.label, dtype=np.float64)
+    weight = _NO_WEIGHT if target.weight is None else np.ascontiguousarray(target.weight, dtype=np.float64)
+    return raw, label, weight
+
+
+_NO_WEIGHT = np.empty(0, dtype=np.float64)

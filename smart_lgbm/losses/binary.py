@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 from scipy.special import expit
 
-from .base import Loss, Target, apply_weight
+from .base import Loss, Target, apply_weight, loss_buffer_arrays
 
 # LightGBM clamps the average label away from 0 and 1 before taking the log-odds.
 _K_EPSILON = 1e-15
@@ -83,9 +83,18 @@ class BinaryLogloss(Loss):
         np.multiply(hess, self.sigmoid - hess, out=hess)
         return apply_weight(response, target.weight), apply_weight(hess, target.weight)
 
-    def loss(self, raw: np.ndarray, target: Target) -> np.ndarray:
-        sign = 2.0 * target.label - 1.0
-        return apply_weight(np.logaddexp(0.0, -sign * self.sigmoid * raw), target.weight)
+    def _gradient_kernel(self, raw: np.ndarray, target: Target, grad: np.ndarray, hess: np.ndarray) -> None:
+        from . import _kernels  # numba loads on first use
+
+        raw, label, weight = loss_buffer_arrays(raw, target, 1)
+        _kernels.binary_gradients(raw, label, weight, self.sigmoid, grad, hess)
+
+    def _loss_kernel(self, raw: np.ndarray, target: Target, out: np.ndarray) -> None:
+        """Per-row ``log(1 + exp(-sign * sigmoid * raw))`` (sign = +-1 for label 1/0), weighted."""
+        from . import _kernels
+
+        raw, label, weight = loss_buffer_arrays(raw, target, 1)
+        _kernels.binary_loss(raw, label, weight, self.sigmoid, out)
 
     def transform(self, raw: np.ndarray) -> np.ndarray:
         return expit(self.sigmoid * raw)

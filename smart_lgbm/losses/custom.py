@@ -61,6 +61,9 @@ class CustomLoss(Loss):
         self.transform_fn = transform
         self.name = str(name)
 
+    def describe(self) -> str:
+        return f"custom loss {self.name!r}"
+
     def init_score(self, target: Target) -> np.ndarray:
         return np.array([self.init_value])
 

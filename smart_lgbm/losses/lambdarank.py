@@ -1,7 +1,8 @@
 """LambdaRank / LambdaMART for NDCG, exactly LightGBM's ``objective="lambdarank"``.
 
 Gradients and hessians are bit-identical to LightGBM 4.x ``LambdarankNDCG`` (float32
-values, returned as float64), so boosting with this loss fits the same trees as stock
+values, written as such by ``compute_gradients`` and widened to float64 by
+``gradient_hessian``), so boosting with this loss fits the same trees as stock
 LightGBM; see :mod:`smart_lgbm.losses._lambdarank_kernels` for the details that make
 that hold (stable sort, sigmoid lookup table, float32 accumulation order).
 """
@@ -192,18 +193,22 @@ class LambdaRank(Loss):
         return score
 
     def gradient_hessian(self, raw: np.ndarray, target: Target) -> tuple[np.ndarray, np.ndarray]:
+        grad = np.empty(target.num_rows, dtype=np.float32)
+        hess = np.empty(target.num_rows, dtype=np.float32)
+        self.compute_gradients(raw, target, grad, hess)
+        return grad.astype(np.float64), hess.astype(np.float64)
+
+    def _gradient_kernel(self, raw: np.ndarray, target: Target, grad: np.ndarray, hess: np.ndarray) -> None:
+        """LightGBM's float32 lambdas and hessians, written straight into ``grad`` and ``hess``."""
         prep = self._prepared(target)
         score = self._scores(raw, target)
         table, min_in, max_in, factor = _sigmoid_table(self.sigmoid)
-        grad = np.empty(score.shape[0], dtype=np.float32)
-        hess = np.empty(score.shape[0], dtype=np.float32)
         with numba.parallel_chunksize(1):
             _k.lambdarank_gradients(
                 score, prep["labels"], prep["gains"], prep["boundaries"], prep["inv_max_dcg"],
                 prep["discount"], table, min_in, max_in, factor, self.sigmoid,
                 self.truncation_level, self.norm, prep["weight32"], prep["chunks"], grad, hess,
             )
-        return grad.astype(np.float64), hess.astype(np.float64)
 
     def loss(self, raw: np.ndarray, target: Target) -> np.ndarray:
         """Per-document share of the pairwise LambdaRank loss, instance weights applied.
@@ -213,9 +218,11 @@ class LambdaRank(Loss):
         with the plain ``|dNDCG|`` (no ``norm`` score-distance division or query scaling).
         Only loss-based sampling uses it; ``gradient_hessian`` is not its derivative.
         """
+        return super().loss(raw, target)
+
+    def _loss_kernel(self, raw: np.ndarray, target: Target, out: np.ndarray) -> None:
         prep = self._prepared(target)
         score = self._scores(raw, target)
-        out = np.empty(score.shape[0], dtype=np.float64)
         with numba.parallel_chunksize(1):
             _k.lambdarank_pair_loss(
                 score, prep["labels"], prep["gains"], prep["boundaries"], prep["inv_max_dcg"],
@@ -223,7 +230,6 @@ class LambdaRank(Loss):
             )
         if target.weight is not None:
             out *= target.weight
-        return out
 
 
 def warmup() -> float:

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from scipy.special import log_softmax, softmax
+from scipy.special import softmax
 
-from .base import Loss, Target, apply_weight
+from .base import Loss, Target, apply_weight, loss_buffer_arrays
 
 _K_EPSILON = 1e-15
 
@@ -65,16 +65,35 @@ class MulticlassSoftmax(Loss):
             target.cache["onehot"] = np.eye(self.num_class)[target.label.astype(np.int64)]
         return target.cache["onehot"]
 
+    @property
+    def _factor(self) -> float:
+        # LightGBM's rescaling of the redundant K-class form (Friedman's GBDT paper)
+        return self.num_class / (self.num_class - 1.0)
+
     def gradient_hessian(self, raw: np.ndarray, target: Target) -> tuple[np.ndarray, np.ndarray]:
-        prob = softmax(raw, axis=1)
-        factor = self.num_class / (self.num_class - 1.0)
+        # LightGBM's Common::Softmax: exp(x - max), summed class by class in order (numpy's
+        # pairwise sum would change the rounding from K = 8 on), then divided.
+        prob = np.exp(raw - raw.max(axis=1, keepdims=True))
+        total = prob[:, 0].copy()
+        for k in range(1, self.num_class):
+            total += prob[:, k]
+        prob /= total[:, None]
         grad = prob - self._onehot(target)
-        hess = factor * prob * (1.0 - prob)
+        hess = self._factor * prob * (1.0 - prob)
         return apply_weight(grad, target.weight), apply_weight(hess, target.weight)
 
-    def loss(self, raw: np.ndarray, target: Target) -> np.ndarray:
-        per_row = -np.sum(log_softmax(raw, axis=1) * self._onehot(target), axis=1)
-        return apply_weight(per_row, target.weight)
+    def _gradient_kernel(self, raw: np.ndarray, target: Target, grad: np.ndarray, hess: np.ndarray) -> None:
+        from . import _kernels  # numba loads on first use
+
+        raw, label, weight = loss_buffer_arrays(raw, target, self.num_class)
+        _kernels.softmax_gradients(raw, label, weight, self._factor, grad, hess)
+
+    def _loss_kernel(self, raw: np.ndarray, target: Target, out: np.ndarray) -> None:
+        """Per-row ``-log softmax(raw)[label]``, weighted."""
+        from . import _kernels
+
+        raw, label, weight = loss_buffer_arrays(raw, target, self.num_class)
+        _kernels.softmax_loss(raw, label, weight, out)
 
     def transform(self, raw: np.ndarray) -> np.ndarray:
         return softmax(raw, axis=1)

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from .base import Loss, Target, apply_weight
+from .base import Loss, Target, loss_buffer_arrays
 
 
 class SquaredError(Loss):
@@ -38,8 +38,24 @@ class SquaredError(Loss):
 
     def gradient_hessian(self, raw: np.ndarray, target: Target) -> tuple[np.ndarray, np.ndarray]:
         grad = raw - target.label
-        hess = np.ones_like(grad) if target.weight is None else target.weight.astype(np.float64, copy=True)
-        return apply_weight(grad, target.weight), hess
+        if target.weight is None:
+            return grad, np.ones_like(grad)
+        # LightGBM rounds the residual to float32, then multiplies by the float32 weight in
+        # float32 arithmetic: float32(float32(raw - label) * weight), not one rounding of
+        # the double product.
+        weight32 = target.weight.astype(np.float32)
+        grad = (grad.astype(np.float32) * weight32).astype(np.float64)
+        return grad, weight32.astype(np.float64)
 
-    def loss(self, raw: np.ndarray, target: Target) -> np.ndarray:
-        return apply_weight(0.5 * (raw - target.label) ** 2, target.weight)
+    def _gradient_kernel(self, raw: np.ndarray, target: Target, grad: np.ndarray, hess: np.ndarray) -> None:
+        from . import _kernels  # numba loads on first use
+
+        raw, label, weight = loss_buffer_arrays(raw, target, 1)
+        _kernels.l2_gradients(raw, label, weight, grad, hess)
+
+    def _loss_kernel(self, raw: np.ndarray, target: Target, out: np.ndarray) -> None:
+        """Per-row ``0.5 * (raw - label)**2``, weighted."""
+        from . import _kernels
+
+        raw, label, weight = loss_buffer_arrays(raw, target, 1)
+        _kernels.l2_loss(raw, label, weight, out)

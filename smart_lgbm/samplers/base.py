@@ -21,50 +21,80 @@ gives the same model; the engine seeds it per iteration.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from ..losses.base import Loss, Target
+from ..losses.base import Loss, Target, defining_class
+from . import compiled
 
 
-@dataclass
 class GradientHistory:
     """What samplers may know about earlier iterations.
 
-    Attributes
+    Parameters
     ----------
-    gradients : deque of ndarray
-        Full-data gradients of the most recent iterations, newest last (instance weights
-        applied, before any sampling).  Holds ``maxlen`` entries at most.
+    maxlen : int, default=0
+        How many full-data gradient arrays to keep (0 keeps none).
     leaves : ndarray of shape (n,) or (n, K), or None
-        For every training row, the leaf that holds it in the most recent tree(s).
+        For every training row, the leaf that holds it in the most recent tree(s)
+        (int32 from the engine, which sets it after every tree).
+
+    Notes
+    -----
+    :meth:`push_gradient` *copies* into ``maxlen`` ring buffers allocated on the first push
+    (with its shape and dtype: float32 from the engine), because the engine reuses its
+    gradient buffer every iteration.  :meth:`gradient` returns a read-only view of a ring
+    buffer, valid until ``maxlen`` further pushes overwrite it.
     """
 
-    maxlen: int = 0
-    gradients: deque = field(default_factory=deque)
-    leaves: np.ndarray | None = None
-
-    def __post_init__(self) -> None:
-        self.gradients = deque(maxlen=max(self.maxlen, 0))
+    def __init__(self, maxlen: int = 0, leaves: np.ndarray | None = None) -> None:
+        self.maxlen = max(int(maxlen), 0)
+        self.leaves = leaves
+        self._slots: list[np.ndarray] = []
+        self._count = 0
+        self._next = 0
 
     def push_gradient(self, grad: np.ndarray) -> None:
-        if self.maxlen > 0:
-            self.gradients.append(grad)
+        """Keep a copy of this iteration's full-data gradient (the newest)."""
+        if self.maxlen == 0:
+            return
+        grad = np.asarray(grad)
+        if not self._slots:
+            self._slots = [np.empty(grad.shape, dtype=grad.dtype) for _ in range(self.maxlen)]
+        elif grad.shape != self._slots[0].shape or grad.dtype != self._slots[0].dtype:
+            raise ValueError(f"push_gradient got a {grad.dtype} array of shape {grad.shape}; this history "
+                             f"holds {self._slots[0].dtype} arrays of shape {self._slots[0].shape}")
+        np.copyto(self._slots[self._next], grad)
+        self._next = (self._next + 1) % self.maxlen
+        self._count = min(self._count + 1, self.maxlen)
 
     def gradient(self, lag: int) -> np.ndarray | None:
         """Full-data gradient ``lag`` iterations before the current one (1 = previous), or None."""
-        if lag < 1 or lag > len(self.gradients):
+        if lag < 1 or lag > self._count:
             return None
-        return self.gradients[-lag]
+        view = self._slots[(self._next - lag) % self.maxlen].view()
+        view.flags.writeable = False
+        return view
+
+    @property
+    def gradients(self) -> tuple[np.ndarray, ...]:
+        """The gradients held, oldest first (read-only views)."""
+        return tuple(self.gradient(lag) for lag in range(self._count, 0, -1))
 
 
-@dataclass
 class SamplingState:
     """Everything a sampler may look at in one iteration.
 
-    Attributes
+    The engine passes float32 C-contiguous ``grad``/``hess`` (the buffers it reuses every
+    iteration: a state is valid for its own iteration only); tests and
+    :class:`smart_lgbm.SmartObjective` may pass float64.  :attr:`grad` and :attr:`hess`
+    are always float64 (converted once, on first access, when given float32), so samplers
+    written against them keep working; :attr:`grad32`/:attr:`hess32` are float32, and the
+    built-in samplers read the arrays as given, without a copy.
+
+    Parameters
     ----------
     iteration : int
         0-based boosting iteration.
@@ -80,17 +110,75 @@ class SamplingState:
         Gradients of earlier iterations and the leaves of the most recent tree.
     """
 
-    iteration: int
-    grad: np.ndarray
-    hess: np.ndarray
-    raw: np.ndarray
-    loss: Loss
-    target: Target
-    history: GradientHistory
+    def __init__(self, iteration: int, grad: np.ndarray, hess: np.ndarray, raw: np.ndarray, loss: Loss,
+                 target: Target, history: GradientHistory) -> None:
+        grad, hess = np.asarray(grad), np.asarray(hess)
+        if grad.shape != hess.shape or grad.ndim not in (1, 2) or grad.shape[0] == 0:
+            raise ValueError("grad and hess must have the same shape, (n,) or (n, K) with n >= 1; "
+                             f"got {grad.shape} and {hess.shape}")
+        self.iteration = iteration
+        self.raw = raw
+        self.loss = loss
+        self.target = target
+        self.history = history
+        self._given = {"grad": grad, "hess": hess}
+        self._converted: dict[tuple[str, Any], np.ndarray] = {}
+
+    def _as(self, name: str, dtype: Any) -> np.ndarray:
+        given = self._given[name]
+        if given.dtype == dtype:
+            return given
+        key = (name, dtype)
+        if key not in self._converted:
+            self._converted[key] = given.astype(dtype)
+        return self._converted[key]
+
+    @property
+    def grad(self) -> np.ndarray:
+        """Full-data gradients as float64."""
+        return self._as("grad", np.float64)
+
+    @property
+    def hess(self) -> np.ndarray:
+        """Full-data hessians as float64."""
+        return self._as("hess", np.float64)
+
+    @property
+    def grad32(self) -> np.ndarray:
+        """Full-data gradients as float32."""
+        return self._as("grad", np.float32)
+
+    @property
+    def hess32(self) -> np.ndarray:
+        """Full-data hessians as float32."""
+        return self._as("hess", np.float32)
+
+    def kernel_arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(g, h)`` as ``(n, K)`` C-contiguous arrays in the dtype given (float32 or float64)."""
+        key = ("rows", None)
+        if key not in self._converted:
+            g = compiled.as_rows(self._given["grad"])
+            self._converted[key] = g
+            self._converted[("rows_h", None)] = compiled.as_rows(self._given["hess"]).astype(g.dtype, copy=False)
+        return self._converted[key], self._converted[("rows_h", None)]
 
     @property
     def num_rows(self) -> int:
-        return int(self.grad.shape[0])
+        return int(self._given["grad"].shape[0])
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """Shape of the gradients: ``(n,)`` or ``(n, K)``."""
+        return self._given["grad"].shape
+
+    @property
+    def one_dimensional(self) -> bool:
+        """Whether the gradients are ``(n,)`` (one tree per iteration) rather than ``(n, K)``."""
+        return self._given["grad"].ndim == 1
+
+    def __repr__(self) -> str:
+        g = self._given["grad"]
+        return f"SamplingState(iteration={self.iteration}, shape={g.shape}, dtype={g.dtype})"
 
 
 @dataclass
@@ -102,9 +190,12 @@ class Sample:
     indices : ndarray of int32, shape (m,)
         Sorted, unique row indices, ``m >= 1``.
     grad, hess : ndarray of shape (m,) or (m, K)
-        Fitting gradients and hessians for those rows (already reweighted).
+        Fitting gradients and hessians for those rows (already reweighted); float32 when
+        the state's arrays are float32.
     probabilities : ndarray of shape (n,) or None
-        Inclusion probabilities of all rows when the sampler is a probability sampler.
+        Inclusion probabilities of all rows, if the sampler chose to provide them.  The
+        built-in samplers leave it None (it would cost an n-sized array per iteration);
+        :meth:`ProbabilitySampler.probabilities_from_state` computes it on demand.
     """
 
     indices: np.ndarray
@@ -171,72 +262,21 @@ def row_sum(values: np.ndarray) -> np.ndarray:
     return values if values.ndim == 1 else values.sum(axis=1)
 
 
-def take_rows(values: np.ndarray, indices: np.ndarray, scale: np.ndarray | None = None) -> np.ndarray:
-    """Rows ``indices`` of ``values`` (a copy), optionally multiplied row-wise by ``scale``."""
-    out = values[indices]
-    if scale is not None:
-        if out.ndim == 1:
-            out *= scale
-        else:
-            out *= scale[:, None]
-    return out
-
-
 def solve_rho(importance: np.ndarray, expected_size: float, max_rounds: int = 64) -> float:
     """Find ``rho`` with ``sum_i min(1, rho * s_i) = expected_size``.
 
-    Expected O(n): start from ``rho = m / sum(s)``, cap the rows whose ``rho * s_i >= 1``
-    at 1 and re-solve for the rest.  Capping only ever increases ``rho`` (the capped rows
-    were contributing more than 1), so the capped set grows monotonically and the
-    iteration reaches the exact fixed point in a handful of O(n) passes.  If
-    ``expected_size`` is at least the number of rows with positive importance, every such
-    row gets ``p = 1`` and ``inf`` is returned.
+    O(n) and scale-free (see :mod:`smart_lgbm.samplers.compiled`): a few compiled passes,
+    then, only if Newton's iteration has not settled after ``max_rounds`` passes, an exact
+    solve by sorting.  If ``expected_size`` is at least the number of rows with positive
+    importance, every such row gets ``p = 1`` and ``inf`` is returned (also when ``rho``
+    exceeds the float range, e.g. for importances around 1e-320).
+
+    Raises
+    ------
+    ValueError
+        If an importance is NaN, infinite or negative.
     """
-    return _solve_rho(importance, expected_size, int(np.count_nonzero(importance > 0)), max_rounds)
-
-
-def _solve_rho(importance: np.ndarray, expected_size: float, n_pos: int, max_rounds: int = 64,
-               total: float | None = None) -> float:
-    """:func:`solve_rho` given the number ``n_pos`` of positive entries (the others are 0)
-    and, optionally, ``total = importance.sum()`` already computed."""
-    if expected_size >= n_pos:
-        return np.inf
-    s = importance if n_pos == importance.shape[0] else importance[importance > 0]
-    capped_count = 0
-    free = s  # the rows not capped yet, in their original order (so sums are reproducible)
-    # ``total`` is reused only when it is the sum of this very array (same roundings)
-    free_sum = total if total is not None and s is importance else s.sum()
-    for _ in range(max_rounds):
-        rho = (expected_size - capped_count) / free_sum
-        still_free = free[free < 1.0 / rho]
-        newly = free.shape[0] - still_free.shape[0]
-        if newly == 0:
-            return float(rho)
-        capped_count += newly
-        free = still_free  # the threshold only falls, so the capped set only grows
-        free_sum = free.sum()
-    # Pathological spectra (many distinct cap levels): exact solution by sorting.
-    s_sorted = np.sort(s)[::-1]
-    tail = np.cumsum(s_sorted[::-1])[::-1]  # tail[k] = sum of s_sorted[k:]
-    ks = np.arange(n_pos)
-    rho = (expected_size - ks) / tail
-    above = np.ones(n_pos, dtype=bool)
-    above[1:] = rho[1:] * s_sorted[:-1] >= 1.0
-    valid = (rho * s_sorted <= 1.0) & above
-    return float(rho[int(np.argmax(valid))])
-
-
-def bernoulli_draw(p: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """Sorted int32 indices of rows drawn independently with probability ``p``; never empty.
-
-    An empty draw is redrawn (its chance is prod(1 - p_i), negligible unless the data is
-    tiny); after 100 empty draws the row of largest ``p`` is taken.
-    """
-    for _ in range(100):
-        indices = np.flatnonzero(rng.random(p.shape[0]) < p).astype(np.int32)
-        if indices.size:
-            return indices
-    return np.array([int(np.argmax(p))], dtype=np.int32)
+    return compiled.solve_rho_raw(importance, expected_size, max_rounds)
 
 
 class ProbabilitySampler(Sampler):
@@ -246,10 +286,22 @@ class ProbabilitySampler(Sampler):
     ----------
     rate : float in (0, 1], optional
         Target expected sampling rate; ``rho`` is solved each iteration so that
-        ``sum_i p_i = rate * n`` exactly.  Default 0.1 when neither is given.
+        ``sum_i p_i = rate * n`` (up to float rounding).  Default 0.1 when neither is given.
     rho : float > 0, optional
         Fixed ``rho`` as in the paper (the rate then varies per iteration).
+
+    Notes
+    -----
+    The built-in subclasses compute their importances inside compiled kernels; a user
+    subclass's :meth:`importance` (or :meth:`importance_from_state`) is called once per
+    iteration and must return one finite, non-negative number per row, else a
+    ``ValueError`` names the sampler.  Rows of zero importance are never drawn; if every
+    importance is zero the draw is uniform at ``rate`` (every row with a fixed ``rho``).
     """
+
+    #: Set by the built-in subclasses on the class that defines ``importance``: the kernel
+    #: that recomputes it (see :mod:`smart_lgbm.samplers._kernels`).
+    _kind: int | None = None
 
     def __init__(self, rate: float | None = None, rho: float | None = None) -> None:
         if rate is not None and rho is not None:
@@ -265,44 +317,78 @@ class ProbabilitySampler(Sampler):
         """Importance for this iteration; override when it needs more than ``grad``/``hess``."""
         return self.importance(state.grad, state.hess)
 
-    def _probabilities(self, importance: np.ndarray) -> tuple[np.ndarray, int]:
-        """(p, number of rows with positive importance); refuses bad importances."""
-        smallest = importance.min()
-        # With no negatives the sum is finite exactly when every entry is (unless finite
-        # entries overflow it, which the exact check then tells apart); NaN fails both.
-        total = importance.sum()
-        if not (smallest >= 0 and (np.isfinite(total) or np.isfinite(importance).all())):
-            raise ValueError(f"{type(self).__name__}: importance must be finite and non-negative; "
-                             "it has NaN, infinite or negative values")
-        n = importance.shape[0]
-        n_pos = n if smallest > 0 else int(np.count_nonzero(importance))  # no negatives: nonzero is positive
-        rho = self.rho if self.rho is not None else _solve_rho(importance, self.rate * n, n_pos, total=total)
-        if np.isinf(rho):
-            return (importance > 0).astype(np.float64), n_pos
-        p = importance * rho
-        return np.minimum(p, 1.0, out=p), n_pos
-
-    def probabilities_from_importance(self, importance: np.ndarray) -> np.ndarray:
-        """``p_i = min(1, rho * s_i)`` with ``rho`` fixed or solved for the target rate."""
-        return self._probabilities(importance)[0]
-
-    def probabilities(self, grad: np.ndarray, hess: np.ndarray) -> np.ndarray:
-        """Inclusion probability ``p_i`` of every row, shape (n,)."""
-        return self.probabilities_from_importance(self.importance(grad, hess))
-
     def fitting_gradient(self, state: SamplingState) -> np.ndarray:
         """Gradient the tree fits before reweighting (the plain gradient by default)."""
         return state.grad
 
+    # ------------------------------------------------------------ probabilities
+
+    def _compiled_kind(self) -> int | None:
+        """The built-in kernel computing this sampler's importance, or None for a user's own."""
+        cls = type(self)
+        owner = defining_class(cls, "importance")
+        kind = vars(owner).get("_kind")
+        from_state = defining_class(cls, "importance_from_state")
+        if kind is None or from_state not in (ProbabilitySampler, owner):
+            return None
+        return kind
+
+    def _importance_of(self, g: np.ndarray, h: np.ndarray, kind: int,
+                       state: SamplingState | None = None) -> compiled.Importance:
+        """A built-in importance over ``(n, K)`` arrays; subclasses add their parameters
+        (MVS's lambda) or read more of ``state`` (LossBased's per-row loss)."""
+        return compiled.Importance(kind, g.shape[0], g, h)
+
+    def _importance_of_state(self, state: SamplingState) -> compiled.Importance:
+        g, h = state.kernel_arrays()
+        kind = self._compiled_kind()
+        if kind is None:
+            return compiled.buffer_importance(self.importance_from_state(state), state.num_rows,
+                                              type(self).__name__, g, h)
+        return self._importance_of(g, h, kind, state)
+
+    def _solve(self, imp: compiled.Importance) -> compiled.Solution:
+        return compiled.solve(imp, self.rate, self.rho, type(self).__name__)
+
+    def probabilities_from_importance(self, importance: np.ndarray) -> np.ndarray:
+        """``p_i = min(1, rho * s_i)`` with ``rho`` fixed or solved for the target rate."""
+        arr = np.asarray(importance)
+        n = arr.shape[0] if arr.ndim == 1 else -1
+        if n < 0:
+            raise ValueError(f"{type(self).__name__}: importance must be 1-D, got shape {arr.shape}")
+        return compiled.probabilities(self._solve(compiled.buffer_importance(arr, n, type(self).__name__)))
+
+    def probabilities(self, grad: np.ndarray, hess: np.ndarray) -> np.ndarray:
+        """Inclusion probability ``p_i`` of every row, shape (n,)."""
+        kind = self._compiled_kind()
+        if kind is None or kind == compiled.LOSS:
+            return self.probabilities_from_importance(self.importance(grad, hess))
+        g, h = compiled.as_rows(grad), compiled.as_rows(hess)
+        return compiled.probabilities(self._solve(self._importance_of(g, h.astype(g.dtype, copy=False), kind)))
+
+    def probabilities_from_state(self, state: SamplingState) -> np.ndarray:
+        """Inclusion probability ``p_i`` of every row in the draw :meth:`sample` makes for ``state``."""
+        return compiled.probabilities(self._solve(self._importance_of_state(state)))
+
+    # ------------------------------------------------------------ the draw
+
+    def _fit(self, state: SamplingState) -> compiled.Fit:
+        """The fitting gradient as the gather kernel takes it (the plain gradient here)."""
+        return compiled.Fit(state.kernel_arrays()[0])
+
+    def _fit_of_state(self, state: SamplingState) -> compiled.Fit:
+        owner = defining_class(type(self), "fitting_gradient")
+        if "_fit" in vars(owner):  # a built-in fitting gradient: computed for drawn rows only
+            return owner._fit(self, state)
+        source = np.asarray(self.fitting_gradient(state))
+        if source.shape != state.shape:
+            raise ValueError(f"{type(self).__name__}.fitting_gradient returned shape {source.shape}; "
+                             f"expected {state.shape}")
+        return compiled.Fit(compiled.as_rows(source))
+
     def sample(self, state: SamplingState, rng: np.random.Generator) -> Sample:
-        p, n_pos = self._probabilities(self.importance_from_state(state))
-        if n_pos == 0:
-            # Every row has zero importance (e.g. a perfectly fitted training set):
-            # fall back to uniform so that boosting can go on and stay unbiased.
-            p = np.full(p.shape[0], self.rate if self.rate is not None else 1.0)
-        indices = bernoulli_draw(p, rng)
-        rows = indices.astype(np.intp)  # numpy gathers faster with native indices: three gathers follow
-        inv_p = 1.0 / p[rows]
-        grad = take_rows(self.fitting_gradient(state), rows, inv_p)
-        hess = take_rows(state.hess, rows, inv_p)
-        return Sample(indices, grad, hess, probabilities=p)
+        solution = self._solve(self._importance_of_state(state))
+        h = state.kernel_arrays()[1]
+        indices, grad, hess = compiled.draw_sample(solution, h, self._fit_of_state(state), rng,
+                                                   compiled.workspace_of(self), state.one_dimensional)
+        return Sample(indices, grad, hess)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import ProbabilitySampler, SamplingState, check_positive, row_norm, row_sum
+from . import compiled
+from .base import ProbabilitySampler, SamplingState, row_norm, row_sum
 
 
 class FirstOrder(ProbabilitySampler):
@@ -20,6 +21,8 @@ class FirstOrder(ProbabilitySampler):
     rho : float > 0, optional
         The paper's fixed ``rho``.  Give ``rate`` or ``rho``, not both.
     """
+
+    _kind = compiled.FIRST
 
     def importance(self, grad: np.ndarray, hess: np.ndarray) -> np.ndarray:
         return row_norm(grad)
@@ -64,6 +67,8 @@ class SecondOrder(ProbabilitySampler):
         (plain second-gradient-proportional sampling).
     """
 
+    _kind = compiled.SECOND
+
     def __init__(
         self,
         rate: float | None = None,
@@ -96,38 +101,58 @@ class SecondOrder(ProbabilitySampler):
     def importance(self, grad: np.ndarray, hess: np.ndarray) -> np.ndarray:
         return row_sum(hess)
 
-    def fitting_gradient(self, state: SamplingState) -> np.ndarray:
+    def _anchor_and_leaves(self, state: SamplingState) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """The anchor gradient and the newest leaves, or ``(None, None)`` when the
+        regulariser is off or its history does not exist yet (plain gradient then)."""
         if self.anchor_lag is None:
-            return state.grad
+            return None, None
         anchor = state.history.gradient(self.anchor_lag)
         leaves = state.history.leaves
         if anchor is None or (self.eta > 0 and leaves is None):
+            return None, None
+        if np.shape(anchor) != state.shape:
+            raise ValueError(f"{type(self).__name__}: the anchor gradient has shape {np.shape(anchor)}; "
+                             f"expected {state.shape}")
+        return anchor, leaves if self.eta > 0 else None
+
+    def fitting_gradient(self, state: SamplingState) -> np.ndarray:
+        anchor, leaves = self._anchor_and_leaves(state)
+        if anchor is None:
             return state.grad
-        return regularised_gradient(state.grad, anchor, leaves, self.eta)
+        return regularised_gradient(state.grad, np.asarray(anchor, dtype=np.float64), leaves, self.eta)
+
+    def _fit(self, state: SamplingState) -> compiled.Fit:
+        # the regularised gradient of the drawn rows only; the leaf means run over all rows
+        g = state.kernel_arrays()[0]
+        anchor, leaves = self._anchor_and_leaves(state)
+        if anchor is None:
+            return compiled.Fit(g)
+        anchor = compiled.as_rows(anchor).astype(g.dtype, copy=False)
+        if leaves is None:
+            return compiled.Fit(g, compiled.FIT_ANCHOR, anchor)
+        leaves = compiled.check_leaves(leaves, g.shape, type(self).__name__)
+        return compiled.Fit(g, compiled.FIT_REGULARISED, anchor, leaves, compiled.leaf_means(anchor, leaves), self.eta)
 
 
 def regularised_gradient(
     grad: np.ndarray, anchor: np.ndarray, leaves: np.ndarray | None, eta: float
 ) -> np.ndarray:
-    """``g - l'(y~) + eta * leafmean(l'(y~))`` for (n,) or (n, K) arrays.
+    """``g - l'(y~) + eta * leafmean(l'(y~))`` for (n,) or (n, K) arrays, as float64.
 
     ``leaves[:, k]`` (or ``leaves`` for K = 1) gives each row's leaf in tree k; the mean of
-    the anchor gradient is taken over all training rows of that leaf.
+    the anchor gradient is taken over all training rows of that leaf (the same compiled,
+    thread-count independent sums :class:`SecondOrder`'s draw uses).
     """
+    grad = np.asarray(grad, dtype=np.float64)
+    anchor = np.asarray(anchor, dtype=np.float64)
     out = grad - anchor
     if eta == 0.0:
         return out
-    if grad.ndim == 1:
-        return out + eta * _leaf_mean(anchor, leaves)
-    for k in range(grad.shape[1]):
-        out[:, k] += eta * _leaf_mean(anchor[:, k], leaves[:, k])
-    return out
-
-
-def _leaf_mean(values: np.ndarray, leaves: np.ndarray) -> np.ndarray:
-    sums = np.bincount(leaves, weights=values)
-    counts = np.bincount(leaves)
-    return (sums / np.maximum(counts, 1))[leaves]
+    anchor_rows = compiled.as_rows(anchor)
+    leaf_rows = compiled.check_leaves(leaves, anchor_rows.shape, "regularised_gradient", "leaves")
+    means = compiled.leaf_means(anchor_rows, leaf_rows)
+    per_row = means[np.arange(means.shape[0])[None, :], leaf_rows]  # [i, k] = means[k, leaves[i, k]]
+    return out + eta * per_row.reshape(out.shape)
 
 
 class MVS(ProbabilitySampler):
@@ -149,6 +174,8 @@ class MVS(ProbabilitySampler):
         CatBoost derives it from the previous iteration's leaf values to the same effect).
     """
 
+    _kind = compiled.MVS
+
     def __init__(self, rate: float | None = None, rho: float | None = None, reg: float | str = "auto") -> None:
         super().__init__(rate=rate, rho=rho)
         if reg != "auto":
@@ -169,6 +196,11 @@ class MVS(ProbabilitySampler):
             lam = self.reg
         return np.sqrt(g * g + lam * h * h)
 
+    def _importance_of(self, g: np.ndarray, h: np.ndarray, kind: int,
+                       state: SamplingState | None = None) -> compiled.Importance:
+        lam = compiled.mvs_lambda(g, h) if self.reg == "auto" else self.reg
+        return compiled.Importance(kind, g.shape[0], g, h, lam=lam)
+
 
 class LossBased(ProbabilitySampler):
     """Loss-proportional sampling (the paper's "loss-based" row): ``p_i = min(1, rho * l_i)``.
@@ -184,6 +216,8 @@ class LossBased(ProbabilitySampler):
         Fixed ``rho``.  Give ``rate`` or ``rho``, not both.
     """
 
+    _kind = compiled.LOSS
+
     def importance(self, grad: np.ndarray, hess: np.ndarray) -> np.ndarray:
         raise TypeError("LossBased importance needs the per-row loss; use probabilities_from_loss(loss_values)")
 
@@ -193,3 +227,11 @@ class LossBased(ProbabilitySampler):
 
     def importance_from_state(self, state: SamplingState) -> np.ndarray:
         return np.maximum(state.loss.loss(state.raw, state.target), 0.0)
+
+    def _importance_of(self, g: np.ndarray, h: np.ndarray, kind: int,
+                       state: SamplingState | None = None) -> compiled.Importance:
+        # the per-row loss, written into a buffer reused across iterations
+        buf = compiled.workspace_of(self).array("loss", state.num_rows, np.float64)
+        state.loss.compute_loss(state.raw, state.target, buf)
+        np.maximum(buf, 0.0, out=buf)  # NaN stays NaN and is refused by the solve
+        return compiled.Importance(compiled.BUFFER, state.num_rows, g, h, buf)

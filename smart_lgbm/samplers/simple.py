@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import Sample, Sampler, SamplingState, bernoulli_draw, check_rate, row_sum, take_rows
+from . import compiled
+from .base import Sample, Sampler, SamplingState, check_rate
 
 
 class Full(Sampler):
@@ -13,8 +14,10 @@ class Full(Sampler):
     deterministic = True
 
     def sample(self, state: SamplingState, rng: np.random.Generator) -> Sample:
-        indices = np.arange(state.num_rows, dtype=np.int32)
-        return Sample(indices, state.grad, state.hess, probabilities=None)
+        # the state's own arrays, in the dtype given (float32 from the engine: no copy)
+        g, h = state.kernel_arrays()
+        shape = state.shape
+        return Sample(np.arange(state.num_rows, dtype=np.int32), g.reshape(shape), h.reshape(shape))
 
 
 class Uniform(Sampler):
@@ -34,12 +37,13 @@ class Uniform(Sampler):
         self.rate = check_rate(rate)
 
     def sample(self, state: SamplingState, rng: np.random.Generator) -> Sample:
-        p = np.full(state.num_rows, self.rate)
-        indices = bernoulli_draw(p, rng)
-        # at rate 1 every row is drawn and the scale is exactly 1.0: the sampling path
-        # adds nothing to Full()
-        scale = np.full(indices.shape[0], 1.0 / self.rate)
-        return Sample(indices, take_rows(state.grad, indices, scale), take_rows(state.hess, indices, scale), p)
+        # the compiled draw with the constant importance: p_i = rate.  At rate 1 every row
+        # is drawn and the scale is exactly 1.0: the sampling path adds nothing to Full().
+        g, h = state.kernel_arrays()
+        solution = compiled.Solution(compiled.Importance(compiled.CONST, state.num_rows, g, h), 1.0, 1.0, self.rate)
+        indices, grad, hess = compiled.draw_sample(solution, h, compiled.Fit(g), rng, compiled.workspace_of(self),
+                                                   state.one_dimensional)
+        return Sample(indices, grad, hess)
 
 
 class WeightTrimming(Sampler):
@@ -48,6 +52,11 @@ class WeightTrimming(Sampler):
     With weight ``w_i = h_i`` (summed over the K trees of a multiclass iteration), drop the
     rows of smallest weight whose weights sum to at most ``alpha * sum(w)``; keep the rest
     unweighted.  Deterministic and biased by design, as in the original.
+
+    Ties: rows are ordered by ``(w_i, i)``, so among equal weights the lower row index is
+    dropped first (what a stable sort by weight gives); the dropped rows are the longest
+    prefix of that order within the budget, but never every row.  Found in O(n) without
+    sorting (histogram passes over the weights' bit patterns).
 
     Parameters
     ----------
@@ -65,13 +74,11 @@ class WeightTrimming(Sampler):
         self.alpha = float(alpha)
 
     def kept_rows(self, weight: np.ndarray) -> np.ndarray:
-        """Sorted indices of the rows kept for weights ``weight``."""
-        order = np.argsort(weight, kind="stable")
-        cumulative = np.cumsum(weight[order])
-        n_drop = int(np.searchsorted(cumulative, self.alpha * cumulative[-1], side="right"))
-        n_drop = min(n_drop, weight.shape[0] - 1)  # never trim everything
-        return np.sort(order[n_drop:]).astype(np.int32)
+        """Sorted int32 indices of the rows kept for weights ``weight`` (shape (n,))."""
+        w = compiled.as_rows(np.asarray(weight, dtype=np.float64).reshape(-1))
+        return compiled.trim(w, w, self.alpha, type(self).__name__, True)[0]
 
     def sample(self, state: SamplingState, rng: np.random.Generator) -> Sample:
-        indices = self.kept_rows(row_sum(state.hess))
-        return Sample(indices, take_rows(state.grad, indices), take_rows(state.hess, indices))
+        g, h = state.kernel_arrays()
+        indices, grad, hess = compiled.trim(g, h, self.alpha, type(self).__name__, state.one_dimensional)
+        return Sample(indices, grad, hess)

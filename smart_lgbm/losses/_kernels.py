@@ -1,0 +1,147 @@
+"""Numba kernels behind the built-in losses' ``compute_gradients`` and ``compute_loss``.
+
+Private module: every function trusts its inputs (shapes, dtypes and label values are
+checked by the loss classes) and runs without bounds checks.
+
+Gradients are LightGBM v4.6.0's own expressions (``src/objective/binary_objective.hpp``,
+``regression_objective.hpp``, ``multiclass_objective.hpp``): double arithmetic in the same
+association order, ``exp`` from the C math library (numba lowers ``math.exp`` to libm, the
+function ``std::exp`` calls), one float32 rounding at the store, exactly where LightGBM
+casts to ``score_t``.  Weights are LightGBM's float32 values, passed as float64 (exact).
+Every row is independent, so the results do not depend on the number of threads.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit, prange
+
+#: Rows per parallel task in the multiclass kernels (one scratch row per task).
+_ROW_BLOCK = 4096
+_LOG2 = math.log(2.0)
+
+
+@njit(parallel=True, cache=True)
+def binary_gradients(raw, label, weight, sigmoid, grad, hess):
+    """LightGBM's ``BinaryLogloss::GetGradients`` (``is_unbalance`` and ``scale_pos_weight`` off).
+
+    ``weight`` empty means unit weights.
+    """
+    n = raw.shape[0]
+    weighted = weight.shape[0] > 0
+    for i in prange(n):
+        sign = 1.0 if label[i] > 0.0 else -1.0
+        response = (-sign * sigmoid) / (1.0 + math.exp(sign * sigmoid * raw[i]))
+        abs_response = abs(response)
+        h = abs_response * (sigmoid - abs_response)
+        if weighted:
+            grad[i] = response * weight[i]
+            hess[i] = h * weight[i]
+        else:
+            grad[i] = response
+            hess[i] = h
+
+
+@njit(cache=True, inline="always")
+def _log1p_exp(x):
+    """``log(1 + exp(x))`` as numpy's ``logaddexp(0, x)`` evaluates it."""
+    if x == 0.0:
+        return _LOG2
+    if x > 0.0:
+        return x + math.log1p(math.exp(-x))
+    return math.log1p(math.exp(x))
+
+
+@njit(parallel=True, cache=True)
+def binary_loss(raw, label, weight, sigmoid, out):
+    """Per-row log-loss ``log(1 + exp(-sign * sigmoid * raw))`` times the weight."""
+    n = raw.shape[0]
+    weighted = weight.shape[0] > 0
+    for i in prange(n):
+        sign = 1.0 if label[i] > 0.0 else -1.0
+        value = _log1p_exp(-sign * sigmoid * raw[i])
+        out[i] = value * weight[i] if weighted else value
+
+
+@njit(parallel=True, cache=True)
+def l2_gradients(raw, label, weight, grad, hess):
+    """LightGBM's ``RegressionL2loss::GetGradients``.
+
+    With weights LightGBM rounds the residual to float32 *before* multiplying by the
+    float32 weight in float arithmetic; numba keeps float32 * float32 in float32.
+    """
+    n = raw.shape[0]
+    weighted = weight.shape[0] > 0
+    for i in prange(n):
+        if weighted:
+            w = np.float32(weight[i])
+            grad[i] = np.float32(raw[i] - label[i]) * w
+            hess[i] = w
+        else:
+            grad[i] = raw[i] - label[i]
+            hess[i] = 1.0
+
+
+@njit(parallel=True, cache=True)
+def l2_loss(raw, label, weight, out):
+    """Per-row ``0.5 * (raw - label)**2`` times the weight."""
+    n = raw.shape[0]
+    weighted = weight.shape[0] > 0
+    for i in prange(n):
+        d = raw[i] - label[i]
+        value = 0.5 * (d * d)
+        out[i] = value * weight[i] if weighted else value
+
+
+@njit(cache=True, inline="always")
+def _row_max(raw, i):
+    wmax = raw[i, 0]
+    for k in range(1, raw.shape[1]):
+        wmax = max(raw[i, k], wmax)
+    return wmax
+
+
+@njit(parallel=True, cache=True)
+def softmax_gradients(raw, label, weight, factor, grad, hess):
+    """LightGBM's ``MulticlassSoftmax::GetGradients`` on row-major ``(n, K)`` arrays.
+
+    ``Common::Softmax``: ``exp(x - max)`` per class, summed class by class, then divided.
+    """
+    n, num_class = raw.shape
+    weighted = weight.shape[0] > 0
+    n_blocks = (n + _ROW_BLOCK - 1) // _ROW_BLOCK
+    for b in prange(n_blocks):
+        e = np.empty(num_class)  # one row's exponentials, reused for the block's rows
+        for i in range(b * _ROW_BLOCK, min(n, (b + 1) * _ROW_BLOCK)):
+            wmax = _row_max(raw, i)
+            wsum = 0.0
+            for k in range(num_class):
+                e[k] = math.exp(raw[i, k] - wmax)
+                wsum += e[k]
+            y = int(label[i])
+            for k in range(num_class):
+                p = e[k] / wsum
+                g = p - 1.0 if k == y else p
+                h = factor * p * (1.0 - p)
+                if weighted:
+                    grad[i, k] = g * weight[i]
+                    hess[i, k] = h * weight[i]
+                else:
+                    grad[i, k] = g
+                    hess[i, k] = h
+
+
+@njit(parallel=True, cache=True)
+def softmax_loss(raw, label, weight, out):
+    """Per-row ``-log softmax(raw)[label]`` times the weight (scipy's ``log_softmax`` order)."""
+    n, num_class = raw.shape
+    weighted = weight.shape[0] > 0
+    for i in prange(n):
+        wmax = _row_max(raw, i)
+        wsum = 0.0
+        for k in range(num_class):
+            wsum += math.exp(raw[i, k] - wmax)
+        value = -((raw[i, int(label[i])] - wmax) - math.log(wsum))
+        out[i] = value * weight[i] if weighted else value

@@ -1,0 +1,528 @@
+"""Numba kernels behind the built-in samplers: importance, rate solve, draw, gather, trimming.
+
+Private module: the functions trust their inputs (validated by :mod:`.compiled`) and run
+without bounds checks.
+
+Conventions shared by every kernel:
+
+* ``g`` and ``h`` are C-contiguous ``(n, K)`` arrays of one float dtype (float32 from the
+  engine, float64 from user code); ``n`` is passed explicitly, so kernels that read a
+  float64 importance buffer ``buf`` instead can take empty ``(0, 1)`` arrays for them.
+* ``kind`` selects the importance ``s_i`` a kernel recomputes from the row on the fly (no
+  n-sized importance array is kept): ``FIRST`` ``|g_i|`` (Euclidean norm over K),
+  ``SECOND`` ``sum_k h_ik``, ``MVS`` ``sqrt(|g_i|^2 + lam |h_i|^2)``, ``BUFFER``
+  ``buf[i]``, ``CONST`` 1.
+* ``p_i = min(1, rho * t_i)`` with ``t_i = (s_i * c1) * c2``: ``c1 * c2`` is a power of two
+  that brings the largest importance into [0.5, 1), which makes the rate solve scale-free
+  (exact for power-of-two scalings); with a fixed ``rho`` both factors are 1.
+* Floating-point reductions run over a fixed partition of the rows (``BLOCK`` or
+  ``HIST_BLOCK`` rows per block, independent of the thread count), each block summed in row
+  order and the blocks combined in block order: results are bit-identical for any number
+  of threads.
+* Randomness is counter-based: row ``i``'s uniform is SplitMix64's output for ``key`` and
+  counter ``i + 1`` (:func:`uniform`), so a draw depends on ``(key, i, p_i)`` only.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit, prange
+
+from .compiled import BUFFER, CONST, FIRST, FIT_ANCHOR, FIT_REGULARISED, SECOND
+
+#: Rows per block of the row-wise reductions and of the draw.
+BLOCK = 16384
+#: Rows per block of the histogram kernels (their per-block tables are larger).
+HIST_BLOCK = 65536
+
+#: Rate-solve histogram: OCTAVES octaves below the largest importance, SUB buckets each;
+#: bucket 0 holds the largest t, index NBUCKET everything below 2**-OCTAVES.
+OCTAVES = 64
+SUB = 32
+NBUCKET = OCTAVES * SUB
+#: Bits of the trimming key resolved per histogram pass.
+DIGIT_BITS = 12
+
+_GAMMA = np.uint64(0x9E3779B97F4A7C15)
+_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX2 = np.uint64(0x94D049BB133111EB)
+_TWO_POW_M53 = 1.0 / 9007199254740992.0
+
+
+@njit(cache=True, inline="always")
+def uniform(key, i):
+    """Row ``i``'s uniform in [0, 1): SplitMix64 at counter ``i + 1`` from state ``key`` (53 bits)."""
+    z = key + np.uint64(i + 1) * _GAMMA
+    z = (z ^ (z >> np.uint64(30))) * _MIX1
+    z = (z ^ (z >> np.uint64(27))) * _MIX2
+    z = z ^ (z >> np.uint64(31))
+    return np.float64(z >> np.uint64(11)) * _TWO_POW_M53
+
+
+@njit(cache=True, inline="always")
+def _squares(g, h, i):
+    """``(|g_i|^2, |h_i|^2)``, squared Euclidean norms over the K columns."""
+    gg = 0.0
+    hh = 0.0
+    for k in range(g.shape[1]):
+        gv = np.float64(g[i, k])
+        hv = np.float64(h[i, k])
+        gg += gv * gv
+        hh += hv * hv
+    return gg, hh
+
+
+@njit(cache=True, inline="always")
+def _row_weight(h, i):
+    """``sum_k h_ik`` in column order: SecondOrder's importance and weight trimming's weight."""
+    acc = np.float64(h[i, 0])
+    for k in range(1, h.shape[1]):
+        acc += np.float64(h[i, k])
+    return acc
+
+
+@njit(cache=True, inline="always")
+def _score(kind, g, h, buf, lam, i):
+    if kind == BUFFER:
+        return buf[i]
+    if kind == CONST:
+        return 1.0
+    num_class = g.shape[1]
+    if kind == FIRST:
+        if num_class == 1:
+            return abs(np.float64(g[i, 0]))
+        acc = 0.0
+        for k in range(num_class):
+            v = np.float64(g[i, k])
+            acc += v * v
+        return math.sqrt(acc)
+    if kind == SECOND:
+        return _row_weight(h, i)
+    gg, hh = _squares(g, h, i)  # MVS
+    return math.sqrt(gg + lam * hh)
+
+
+@njit(cache=True, inline="always")
+def _prob(s, c1, c2, rho):
+    t = (s * c1) * c2
+    if t <= 0.0:
+        return 0.0
+    p = rho * t
+    return 1.0 if p >= 1.0 else p
+
+
+@njit(cache=True, inline="always")
+def _columns_in_order(table):
+    """Column sums of a per-block table ``(n_blocks, m)``, adding the blocks in block order:
+    the fixed order that makes every reduction independent of the thread count."""
+    out = np.zeros(table.shape[1], dtype=table.dtype)
+    for b in range(table.shape[0]):
+        for j in range(table.shape[1]):
+            out[j] += table[b, j]
+    return out
+
+
+@njit(cache=True)
+def pow2_pair(k):
+    """``(c1, c2)``, both normal doubles, with ``c1 * c2 == 2**k`` for ``|k| <= 2098``."""
+    if k > 1000:
+        return math.ldexp(1.0, 1000), math.ldexp(1.0, k - 1000)
+    if k < -1000:
+        return math.ldexp(1.0, -1000), math.ldexp(1.0, k + 1000)
+    return math.ldexp(1.0, k), 1.0
+
+
+@njit(parallel=True, cache=True)
+def norm_sums(n, g, h):
+    """``(sum_i |g_i|, sum_i |h_i|)`` (Euclidean norms over K), for MVS's automatic lambda."""
+    nb = (n + BLOCK - 1) // BLOCK
+    sums = np.zeros((nb, 2))
+    num_class = g.shape[1]
+    for b in prange(nb):
+        ga = 0.0
+        ha = 0.0
+        for i in range(b * BLOCK, min(n, (b + 1) * BLOCK)):
+            if num_class == 1:
+                ga += abs(np.float64(g[i, 0]))
+                ha += abs(np.float64(h[i, 0]))
+            else:
+                gg, hh = _squares(g, h, i)
+                ga += math.sqrt(gg)
+                ha += math.sqrt(hh)
+        sums[b, 0] = ga
+        sums[b, 1] = ha
+    total = _columns_in_order(sums)
+    return total[0], total[1]
+
+
+@njit(parallel=True, cache=True)
+def scan(kind, n, g, h, buf, lam, want_sum):
+    """One pass over the importances.
+
+    Returns ``(smax, n_pos, n_bad, exponent, total)``: the largest importance, how many are
+    positive, how many are NaN, infinite or negative, the exponent ``e`` with
+    ``smax = f * 2**e``, ``f`` in [0.5, 1), and (if ``want_sum``) ``sum_i s_i * 2**-e``.
+    Each block scales its own sum by its own largest power of two, so no sum overflows or
+    loses bits to underflow whatever the scale of the importances.
+    """
+    nb = (n + BLOCK - 1) // BLOCK
+    bmax = np.zeros(nb)
+    bpos = np.zeros(nb, np.int64)
+    bbad = np.zeros(nb, np.int64)
+    bexp = np.zeros(nb, np.int64)
+    bsum = np.zeros(nb)
+    for b in prange(nb):
+        lo = b * BLOCK
+        hi = min(n, lo + BLOCK)
+        mx = 0.0
+        pos = 0
+        bad = 0
+        for i in range(lo, hi):
+            s = _score(kind, g, h, buf, lam, i)
+            if s > 0.0 and not math.isinf(s):
+                pos += 1
+                if s > mx:
+                    mx = s
+            elif s != 0.0:  # negative, NaN or +inf
+                bad += 1
+        bmax[b] = mx
+        bpos[b] = pos
+        bbad[b] = bad
+        if want_sum and mx > 0.0 and bad == 0:
+            e = math.frexp(mx)[1]
+            c1, c2 = pow2_pair(-e)
+            acc = 0.0
+            for i in range(lo, hi):
+                s = _score(kind, g, h, buf, lam, i)
+                if s > 0.0:
+                    acc += (s * c1) * c2
+            bexp[b] = e
+            bsum[b] = acc
+    smax = 0.0
+    n_pos = 0
+    n_bad = 0
+    for b in range(nb):
+        smax = max(smax, bmax[b])
+        n_pos += bpos[b]
+        n_bad += bbad[b]
+    exponent = math.frexp(smax)[1] if smax > 0.0 else 0
+    total = 0.0
+    if want_sum and n_bad == 0:
+        for b in range(nb):
+            if bmax[b] > 0.0:
+                total += math.ldexp(bsum[b], bexp[b] - exponent)
+    return smax, n_pos, n_bad, exponent, total
+
+
+@njit(cache=True, inline="always")
+def _bucket(t):
+    """Histogram bucket of ``0 < t < 1``: 0 for the largest values, NBUCKET below 2**-OCTAVES."""
+    m, e = math.frexp(t)
+    octave = -e
+    if octave >= OCTAVES:
+        return NBUCKET
+    sub = int((m - 0.5) * (2 * SUB))
+    return octave * SUB + (SUB - 1 - sub)
+
+
+@njit(cache=True)
+def bucket_edges(j):
+    """``(lower, upper)`` edge of the values bucket ``j < NBUCKET`` holds."""
+    octave = j // SUB
+    sub = SUB - 1 - j % SUB
+    scale = math.ldexp(1.0, -octave)
+    return (0.5 + sub / (2.0 * SUB)) * scale, (0.5 + (sub + 1) / (2.0 * SUB)) * scale
+
+
+@njit(parallel=True, cache=True)
+def scaled_histogram(kind, n, g, h, buf, lam, c1, c2):
+    """Count and sum of the scaled importances ``t`` per bucket (see :func:`_bucket`)."""
+    nb = (n + HIST_BLOCK - 1) // HIST_BLOCK
+    cnt = np.zeros((nb, NBUCKET + 1), np.int64)
+    sm = np.zeros((nb, NBUCKET + 1))
+    for b in prange(nb):
+        for i in range(b * HIST_BLOCK, min(n, (b + 1) * HIST_BLOCK)):
+            t = (_score(kind, g, h, buf, lam, i) * c1) * c2
+            if t > 0.0:  # (a positive importance 2**1074 times below the largest underflows to 0)
+                j = _bucket(t)
+                cnt[b, j] += 1
+                sm[b, j] += t
+    return _columns_in_order(cnt), _columns_in_order(sm)
+
+
+@njit(cache=True)
+def bracket(count, total, m):
+    """Newton start for ``sum_i min(1, rho t_i) = m`` from the bucket histogram.
+
+    Walks the buckets from the largest values down to the first whose lower edge ``v``
+    gives ``f(1/v) >= m``: the solution's threshold ``1/rho`` lies in that bucket, every
+    bucket above is capped, every bucket below is free.  Returns ``(rho, capped, free_sum,
+    exact)``: ``rho`` solves the equation if none of that bucket's rows is capped, which
+    ``exact`` confirms when ``rho`` times the bucket's upper edge is at most 1; otherwise
+    ``rho`` is a start from below for Newton's iteration (``capped``/``free_sum`` are the
+    count and sum behind it).
+    """
+    below = np.zeros(NBUCKET + 2)
+    for j in range(NBUCKET, -1, -1):
+        below[j] = below[j + 1] + total[j]
+    capped = 0
+    for j in range(NBUCKET):
+        if count[j] == 0:
+            continue
+        lower, upper = bucket_edges(j)
+        if capped + count[j] + below[j + 1] / lower >= m:
+            free_sum = below[j]  # > 0: bucket j holds positive values
+            rho = (m - capped) / free_sum
+            return rho, capped, free_sum, rho * upper <= 1.0
+        capped += count[j]
+    free_sum = below[NBUCKET]
+    if free_sum <= 0.0:  # (rounding only) no bracket: the caller falls back to sorting
+        return np.nan, capped, free_sum, False
+    return (m - capped) / free_sum, capped, free_sum, False
+
+
+@njit(parallel=True, cache=True)
+def cap_round(kind, n, g, h, buf, lam, c1, c2, rho):
+    """``(capped, free_sum)`` at ``rho``: rows with ``rho t >= 1`` and the sum of the other ``t``."""
+    nb = (n + BLOCK - 1) // BLOCK
+    bcap = np.zeros((nb, 1), np.int64)
+    bsum = np.zeros((nb, 1))
+    for b in prange(nb):
+        count = 0
+        acc = 0.0
+        for i in range(b * BLOCK, min(n, (b + 1) * BLOCK)):
+            s = _score(kind, g, h, buf, lam, i)
+            if s > 0.0:
+                t = (s * c1) * c2
+                if rho * t >= 1.0:
+                    count += 1
+                else:
+                    acc += t
+        bcap[b, 0] = count
+        bsum[b, 0] = acc
+    return _columns_in_order(bcap)[0], _columns_in_order(bsum)[0]
+
+
+@njit(cache=True)
+def sorted_rho(kind, n, g, h, buf, lam, c1, c2, m):
+    """Exact rate solve by sorting (O(n log n)): the fallback for pathological spectra."""
+    t = np.empty(n)
+    n_pos = 0
+    for i in range(n):
+        ti = (_score(kind, g, h, buf, lam, i) * c1) * c2
+        if ti > 0.0:
+            t[n_pos] = ti
+            n_pos += 1
+    t = np.sort(t[:n_pos])  # ascending
+    prefix = np.zeros(n_pos + 1)
+    for j in range(n_pos):
+        prefix[j + 1] = prefix[j] + t[j]
+    best = m / prefix[n_pos]
+    for k in range(n_pos):  # k largest rows capped, the n_pos - k smallest free
+        free = n_pos - k
+        rho = (m - k) / prefix[free]
+        if rho <= 0.0:
+            break
+        best = rho
+        if rho * t[free - 1] <= 1.0 and (k == 0 or rho * t[free] >= 1.0):
+            return rho
+    return best
+
+
+@njit(parallel=True, cache=True)
+def probabilities(kind, n, g, h, buf, lam, c1, c2, rho, out):
+    """``p_i`` of every row into ``out`` (for the public ``probabilities`` methods)."""
+    for i in prange(n):
+        out[i] = _prob(_score(kind, g, h, buf, lam, i), c1, c2, rho)
+
+
+@njit(parallel=True, cache=True)
+def draw(kind, n, g, h, buf, lam, c1, c2, rho, key, scratch):
+    """Bernoulli draw: block ``b``'s drawn rows go, in order, to ``scratch[b * BLOCK:]``.
+
+    Returns the number drawn per block.
+    """
+    nb = (n + BLOCK - 1) // BLOCK
+    counts = np.zeros(nb, np.int64)
+    for b in prange(nb):
+        lo = b * BLOCK
+        c = 0
+        for i in range(lo, min(n, lo + BLOCK)):
+            p = _prob(_score(kind, g, h, buf, lam, i), c1, c2, rho)
+            if p > 0.0 and (p >= 1.0 or uniform(key, i) < p):
+                scratch[lo + c] = i
+                c += 1
+        counts[b] = c
+    return counts
+
+
+@njit(parallel=True, cache=True)
+def closest_row(kind, n, g, h, buf, lam, c1, c2, rho, key):
+    """The row minimising ``u_i / p_i`` over ``p_i > 0`` (lowest index on ties), or -1.
+
+    Used when a draw comes out empty: that row came closest to being drawn, and for small
+    ``p`` it is row ``i`` with probability close to ``p_i / sum(p)``.
+    """
+    nb = (n + BLOCK - 1) // BLOCK
+    best = np.full(nb, np.inf)
+    where = np.full(nb, -1, np.int64)
+    for b in prange(nb):
+        for i in range(b * BLOCK, min(n, (b + 1) * BLOCK)):
+            p = _prob(_score(kind, g, h, buf, lam, i), c1, c2, rho)
+            if p > 0.0:
+                ratio = uniform(key, i) / p
+                if ratio < best[b]:
+                    best[b] = ratio
+                    where[b] = i
+    row = -1
+    value = np.inf
+    for b in range(nb):
+        if where[b] >= 0 and best[b] < value:
+            value = best[b]
+            row = where[b]
+    return row
+
+
+@njit(parallel=True, cache=True)
+def gather(kind, n, g, h, buf, lam, c1, c2, rho, scratch, counts, offsets, block,
+           gsrc, hsrc, anchor, leaves, means, eta, fit, out_idx, out_g, out_h):
+    """Write the drawn rows (``scratch``, ``counts`` per block of ``block`` rows) and their
+    reweighted fitting gradients ``g~ / p``, ``hsrc / p`` at ``offsets``.
+
+    ``fit`` picks the fitting gradient: ``gsrc``; ``gsrc - anchor``; or SecondOrder's
+    ``gsrc - anchor + eta * means[k, leaves[i, k]]``.
+    """
+    num_class = out_g.shape[1]
+    for b in prange(counts.shape[0]):
+        lo = b * block
+        off = offsets[b]
+        for j in range(counts[b]):
+            i = scratch[lo + j]
+            inv = 1.0 / _prob(_score(kind, g, h, buf, lam, i), c1, c2, rho)
+            out_idx[off + j] = i
+            for k in range(num_class):
+                gv = np.float64(gsrc[i, k])
+                if fit == FIT_ANCHOR:
+                    gv = gv - anchor[i, k]
+                elif fit == FIT_REGULARISED:
+                    gv = (gv - anchor[i, k]) + eta * means[k, leaves[i, k]]
+                out_g[off + j, k] = gv * inv
+                out_h[off + j, k] = np.float64(hsrc[i, k]) * inv
+
+
+@njit(parallel=True, cache=True)
+def leaf_means(values, leaves, n_leaves):
+    """``means[k, l]``: mean of ``values[:, k]`` over the rows with ``leaves[:, k] == l`` (0 if none)."""
+    n, num_class = values.shape
+    nb = (n + HIST_BLOCK - 1) // HIST_BLOCK
+    sums = np.zeros((nb, num_class, n_leaves))
+    counts = np.zeros((nb, num_class, n_leaves), np.int64)
+    for b in prange(nb):
+        for i in range(b * HIST_BLOCK, min(n, (b + 1) * HIST_BLOCK)):
+            for k in range(num_class):
+                leaf = leaves[i, k]
+                sums[b, k, leaf] += values[i, k]
+                counts[b, k, leaf] += 1
+    total = _columns_in_order(sums.reshape(nb, num_class * n_leaves))
+    count = _columns_in_order(counts.reshape(nb, num_class * n_leaves))
+    means = np.empty(num_class * n_leaves)
+    for j in range(means.shape[0]):
+        means[j] = total[j] / max(count[j], 1)
+    return means.reshape(num_class, n_leaves)
+
+
+# ---------------------------------------------------------------- weight trimming
+
+
+@njit(cache=True, inline="always")
+def _key(w, cell, cell_bits):
+    """The bit pattern of ``w >= 0`` as int64: ordered exactly like the values."""
+    cell[0] = w
+    return cell_bits[0]
+
+
+@njit(parallel=True, cache=True)
+def trim_histogram(n, h, shift_hi, prefix, shift_lo):
+    """Histogram of the weights ``w_i = sum_k h_ik`` whose key has ``key >> shift_hi == prefix``,
+    by the key bits ``[shift_lo, shift_hi)``.
+
+    Returns ``(count, sums, kmin, kmax, n_bad)``: per digit the number of rows and the sum
+    of their weights, the smallest and largest key in range, and the number of NaN,
+    infinite or negative weights among all rows.
+    """
+    nbins = 1 << (shift_hi - shift_lo)
+    mask = nbins - 1
+    nb = (n + HIST_BLOCK - 1) // HIST_BLOCK
+    cnt = np.zeros((nb, nbins), np.int64)
+    sm = np.zeros((nb, nbins))
+    bmin = np.full(nb, np.iinfo(np.int64).max)
+    bmax = np.full(nb, -1)
+    bbad = np.zeros((nb, 1), np.int64)
+    for b in prange(nb):
+        cell = np.empty(1)
+        cell_bits = cell.view(np.int64)
+        for i in range(b * HIST_BLOCK, min(n, (b + 1) * HIST_BLOCK)):
+            w = _row_weight(h, i)
+            if not (w >= 0.0 and not math.isinf(w)):
+                bbad[b, 0] += 1
+                continue
+            key = _key(w, cell, cell_bits)
+            if (key >> shift_hi) != prefix:
+                continue
+            d = (key >> shift_lo) & mask
+            cnt[b, d] += 1
+            sm[b, d] += w
+            bmin[b] = min(bmin[b], key)
+            bmax[b] = max(bmax[b], key)
+    kmin = np.iinfo(np.int64).max
+    kmax = -1
+    for b in range(nb):
+        kmin = min(kmin, bmin[b])
+        kmax = max(kmax, bmax[b])
+    return _columns_in_order(cnt), _columns_in_order(sm), kmin, kmax, _columns_in_order(bbad)[0]
+
+
+@njit(parallel=True, cache=True)
+def trim_counts(n, h, tau):
+    """Per block of ``BLOCK`` rows: how many weights have key below ``tau`` and equal to it."""
+    nb = (n + BLOCK - 1) // BLOCK
+    less = np.zeros(nb, np.int64)
+    ties = np.zeros(nb, np.int64)
+    for b in prange(nb):
+        cell = np.empty(1)
+        cell_bits = cell.view(np.int64)
+        for i in range(b * BLOCK, min(n, (b + 1) * BLOCK)):
+            key = _key(_row_weight(h, i), cell, cell_bits)
+            if key < tau:
+                less[b] += 1
+            elif key == tau:
+                ties[b] += 1
+    return less, ties
+
+
+@njit(parallel=True, cache=True)
+def trim_gather(n, g, h, tau, n_tied_drop, tie_start, offsets, out_idx, out_g, out_h):
+    """Keep the rows with key above ``tau`` and those with key ``tau`` from the
+    ``n_tied_drop``-th on (ties in row order; ``tie_start[b]`` ties precede block ``b``)."""
+    nb = offsets.shape[0]
+    num_class = g.shape[1]
+    for b in prange(nb):
+        cell = np.empty(1)
+        cell_bits = cell.view(np.int64)
+        rank = tie_start[b]
+        at = offsets[b]
+        for i in range(b * BLOCK, min(n, (b + 1) * BLOCK)):
+            key = _key(_row_weight(h, i), cell, cell_bits)
+            if key < tau:
+                continue
+            if key == tau:
+                rank += 1
+                if rank <= n_tied_drop:
+                    continue
+            out_idx[at] = i
+            for k in range(num_class):
+                out_g[at, k] = g[i, k]
+                out_h[at, k] = h[i, k]
+            at += 1

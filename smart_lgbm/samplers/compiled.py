@@ -1,0 +1,373 @@
+"""Python front of the compiled sampler kernels (:mod:`._kernels`).
+
+The built-in samplers describe *what* to draw; this module runs it over all rows in a few
+O(n) compiled passes, without n-sized temporaries beyond the sample it returns:
+
+1. :func:`solve`: validate the importances and find ``rho`` (scale-free rate solve);
+2. :func:`draw_sample`: Bernoulli draw with counter-based random numbers, then the drawn
+   rows' reweighted fitting gradients.
+3. :func:`trim`: weight trimming's O(n) selection.
+
+Rate solve.  ``sum_i min(1, rho * s_i) = rate * n`` is solved on ``t_i = s_i * 2**-e``
+(``2**e`` the power of two just above the largest importance), so the scale of the
+importances does not matter.  One pass gives the largest importance and the scaled sum; if
+no row reaches ``p = 1`` at ``rho = m / sum(t)`` that is the answer.  Otherwise a histogram
+pass over ``t`` (64 octaves x 32 buckets) brackets the threshold ``1/rho`` to one bucket,
+and Newton's iteration on the concave, piecewise-linear ``f(rho)``, started from below,
+settles the few rows of that bucket (0-3 passes on every spectrum tried).  After ``max_rounds`` Newton
+passes (never seen outside contrived spectra) an exact sort-based solve takes over.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from dataclasses import dataclass, field
+
+import numpy as np
+
+_EMPTY_F64 = np.empty(0, dtype=np.float64)
+
+#: Importance kinds the kernels recompute per row: ``|g_i|``, ``sum_k h_ik``, MVS's
+#: ``sqrt(|g_i|^2 + lambda |h_i|^2)``, a float64 buffer, the constant 1 (uniform).
+FIRST, SECOND, MVS, BUFFER, CONST = 0, 1, 2, 3, 4
+#: LossBased's marker: the importance is the loss's per-row loss (clipped at 0), in a buffer.
+LOSS = -1
+#: Fitting gradient of a drawn row: plain, minus the anchor, or SecondOrder's regularised one.
+FIT_PLAIN, FIT_ANCHOR, FIT_REGULARISED = 0, 1, 2
+
+
+def _kernels():
+    from . import _kernels  # numba loads on first use, not when smart_lgbm is imported
+
+    return _kernels
+
+
+class Workspace:
+    """Buffers a sampler reuses across iterations.
+
+    Per thread (one sampler object may serve concurrent runs), and never copied or
+    pickled with the sampler.
+    """
+
+    def __init__(self) -> None:
+        self._local = threading.local()
+
+    def array(self, name: str, n: int, dtype: type) -> np.ndarray:
+        arrays = self._local.__dict__.setdefault("arrays", {})
+        arr = arrays.get(name)
+        if arr is None or arr.shape != (n,) or arr.dtype != dtype:
+            arr = np.empty(n, dtype=dtype)
+            arrays[name] = arr
+        return arr
+
+    def __deepcopy__(self, memo: dict) -> Workspace:
+        return Workspace()
+
+    def __getstate__(self) -> dict:
+        return {}
+
+    def __setstate__(self, state: dict) -> None:
+        self._local = threading.local()
+
+
+def workspace_of(owner: object) -> Workspace:
+    """The :class:`Workspace` stored on ``owner`` (created on first use)."""
+    ws = owner.__dict__.get("_workspace")
+    if ws is None:
+        ws = Workspace()
+        owner.__dict__["_workspace"] = ws
+    return ws
+
+
+def as_rows(values: np.ndarray) -> np.ndarray:
+    """``(n,)`` or ``(n, K)`` -> C-contiguous ``(n, K)`` in float32 or float64 (no copy when possible)."""
+    arr = np.asarray(values)
+    dtype = arr.dtype if arr.dtype in (np.float32, np.float64) else np.float64
+    arr = np.ascontiguousarray(arr, dtype=dtype)
+    return arr.reshape(arr.shape[0], -1) if arr.ndim == 1 else arr
+
+
+@dataclass(frozen=True)
+class Importance:
+    """What the kernels recompute as ``s_i``: a kernel ``kind`` over ``g``/``h``, or ``buf``."""
+
+    kind: int
+    n: int
+    g: np.ndarray
+    h: np.ndarray
+    buf: np.ndarray = field(default_factory=lambda: _EMPTY_F64)
+    lam: float = 0.0
+
+    def args(self) -> tuple:
+        return self.kind, self.n, self.g, self.h, self.buf, self.lam
+
+
+def buffer_importance(values: np.ndarray, n: int, owner: str, g: np.ndarray | None = None,
+                      h: np.ndarray | None = None) -> Importance:
+    """A user importance, refused unless it holds one real number per row."""
+    arr = np.asarray(values)
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(f"{owner}: importance must be real numbers, got dtype {arr.dtype}")
+    if arr.shape != (n,):
+        raise ValueError(f"{owner}: importance must have shape ({n},), one score per row; got shape {arr.shape}")
+    empty = np.empty((0, 1))
+    return Importance(BUFFER, n, empty if g is None else g, empty if h is None else h,
+                      np.ascontiguousarray(arr, dtype=np.float64))
+
+
+def mvs_lambda(g: np.ndarray, h: np.ndarray) -> float:
+    """MVS's automatic ``lambda = (sum_i |g_i| / sum_i |h_i|)**2`` (0 when every hessian is 0)."""
+    g_sum, h_sum = _kernels().norm_sums(g.shape[0], g, h)
+    return (g_sum / h_sum) ** 2 if h_sum > 0 else 0.0
+
+
+@dataclass(frozen=True)
+class Solution:
+    """``p_i = min(1, rho * (s_i * c1) * c2)`` over ``importance`` (0 where ``s_i = 0``)."""
+
+    importance: Importance
+    c1: float
+    c2: float
+    rho: float
+
+
+def solve(imp: Importance, rate: float | None, rho: float | None, owner: str, max_rounds: int = 64) -> Solution:
+    """Validate the importances and solve for ``rho`` (or take the fixed one).
+
+    Rows of zero importance get ``p = 0``; if every importance is 0 the draw falls back to
+    uniform at ``rate`` (all rows when ``rho`` is fixed); if ``rate * n`` is at least the
+    number of positive importances every such row gets ``p = 1``.
+
+    Raises
+    ------
+    ValueError
+        Naming ``owner``, if an importance is NaN, infinite or negative.
+    """
+    smax, n_pos, exponent, total = _scan(imp, owner, rho is None)
+    if n_pos == 0:  # e.g. a perfectly fitted training set: uniform keeps boosting unbiased
+        return Solution(Importance(CONST, imp.n, imp.g, imp.h), 1.0, 1.0, rate if rate is not None else 1.0)
+    if rho is not None:
+        return Solution(imp, 1.0, 1.0, rho)
+    return Solution(imp, *_rate_rho(imp, rate * imp.n, n_pos, smax, exponent, total, max_rounds))
+
+
+def _scan(imp: Importance, owner: str, want_sum: bool) -> tuple[float, int, int, float]:
+    """``(smax, n_pos, exponent, total)`` of the importances (``_kernels.scan``); refuses bad ones."""
+    smax, n_pos, n_bad, exponent, total = _kernels().scan(*imp.args(), want_sum)
+    if n_bad:
+        raise ValueError(f"{owner}: importance must be finite and non-negative; it has {n_bad} NaN, "
+                         "infinite or negative value(s)")
+    return smax, n_pos, exponent, total
+
+
+def _rate_rho(imp: Importance, m: float, n_pos: int, smax: float, exponent: int, total: float,
+              max_rounds: int) -> tuple[float, float, float]:
+    """``(c1, c2, rho)`` with ``sum_i min(1, rho * (s_i c1) c2) = m`` (see the module notes)."""
+    k = _kernels()
+    c1, c2 = k.pow2_pair(-exponent)
+    if m >= n_pos:
+        return c1, c2, math.inf
+    rho = m / total
+    if rho * ((smax * c1) * c2) < 1.0:  # nobody capped: exact
+        return c1, c2, rho
+    count, sums = k.scaled_histogram(*imp.args(), c1, c2)
+    rho, capped, _, exact = k.bracket(count, sums, m)
+    if exact:
+        return c1, c2, rho
+    for _ in range(max_rounds):
+        if not math.isfinite(rho) or rho <= 0.0:
+            break
+        now_capped, free_sum = k.cap_round(*imp.args(), c1, c2, rho)
+        if now_capped == capped or now_capped >= m:  # (the latter: rows rounded onto p = 1)
+            return c1, c2, rho
+        if free_sum <= 0.0:  # (rounding only)
+            break
+        capped = now_capped
+        rho = (m - capped) / free_sum
+    return c1, c2, k.sorted_rho(*imp.args(), c1, c2, m)
+
+
+def solve_rho_raw(importance: np.ndarray, expected_size: float, max_rounds: int) -> float:
+    """``rho`` in the importance's own units (``inf`` when it does not fit in a float)."""
+    imp = buffer_importance(np.asarray(importance).reshape(-1), int(np.size(importance)), "solve_rho")
+    smax, n_pos, exponent, total = _scan(imp, "solve_rho", True)
+    if expected_size >= n_pos:
+        return math.inf
+    _, _, rho = _rate_rho(imp, float(expected_size), n_pos, smax, exponent, total, max_rounds)
+    try:
+        return math.ldexp(rho, -exponent)
+    except OverflowError:
+        return math.inf
+
+
+def probabilities(solution: Solution) -> np.ndarray:
+    """``p_i`` of every row, shape (n,)."""
+    out = np.empty(solution.importance.n)
+    _kernels().probabilities(*solution.importance.args(), solution.c1, solution.c2, solution.rho, out)
+    return out
+
+
+@dataclass(frozen=True)
+class Fit:
+    """The gradient a drawn row fits before ``1/p``: ``source`` (``(n, K)``), optionally
+    minus ``anchor``, optionally plus ``eta`` times the anchor's leaf means."""
+
+    source: np.ndarray
+    mode: int = 0
+    anchor: np.ndarray | None = None
+    leaves: np.ndarray | None = None
+    means: np.ndarray | None = None
+    eta: float = 0.0
+
+
+def draw_sample(solution: Solution, h: np.ndarray, fit: Fit, rng: np.random.Generator, workspace: Workspace,
+                squeeze: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Draw row ``i`` with probability ``p_i`` and return it with ``g~ / p_i``, ``h / p_i``.
+
+    The uniforms come from one 64-bit key taken from ``rng``; an empty draw is replaced by
+    the single row minimising ``u_i / p_i`` (see ``_kernels.closest_row``).
+    Returns ``(indices, grad, hess)`` of the sample; ``squeeze`` gives ``(m,)`` gradients
+    instead of ``(m, 1)``.
+    """
+    k = _kernels()
+    imp = solution.importance
+    sol = (solution.c1, solution.c2, solution.rho)
+    key = np.uint64(rng.bit_generator.random_raw())
+    scratch = workspace.array("draw", imp.n, np.int32)
+    counts = k.draw(*imp.args(), *sol, key, scratch)
+    block = k.BLOCK
+    if not counts.any():
+        row = k.closest_row(*imp.args(), *sol, key)
+        scratch = np.array([row], dtype=np.int32)
+        counts = np.ones(1, dtype=np.int64)
+    offsets = np.zeros(counts.shape[0], dtype=np.int64)
+    np.cumsum(counts[:-1], out=offsets[1:])
+    m = int(offsets[-1] + counts[-1])
+    num_class = h.shape[1]
+    src = fit.source
+    anchor = fit.anchor if fit.anchor is not None else _read_only(np.empty((0, num_class), dtype=src.dtype))
+    leaves = fit.leaves if fit.leaves is not None else np.empty((0, num_class), dtype=np.int32)
+    means = fit.means if fit.means is not None else np.empty((0, 0))
+    out_idx = np.empty(m, dtype=np.int32)
+    out_g = np.empty((m, num_class), dtype=src.dtype)
+    out_h = np.empty((m, num_class), dtype=h.dtype)
+    k.gather(*imp.args(), *sol, scratch, counts, offsets, block,
+             src, h, anchor, leaves, means, fit.eta, fit.mode, out_idx, out_g, out_h)
+    if squeeze:
+        out_g, out_h = out_g.reshape(m), out_h.reshape(m)
+    return out_idx, out_g, out_h
+
+
+def _read_only(arr: np.ndarray) -> np.ndarray:
+    # anchors are read-only views of the history's ring buffers; numba compiles a kernel
+    # once per array type, and read-only is part of the type
+    arr.flags.writeable = False
+    return arr
+
+
+def leaf_means(values: np.ndarray, leaves: np.ndarray) -> np.ndarray:
+    """``means[k, l]``: the mean of ``values[:, k]`` over the rows of leaf ``l`` in tree ``k``.
+
+    ``values`` and ``leaves`` are ``(n, K)``; sums run over a fixed block partition, so the
+    means do not depend on the number of threads.
+    """
+    n_leaves = int(leaves.max()) + 1 if leaves.size else 1
+    return _kernels().leaf_means(values, leaves, n_leaves)
+
+
+def check_leaves(leaves: object, shape: tuple[int, int], owner: str, name: str = "history.leaves") -> np.ndarray:
+    """Each row's leaf per tree as C-contiguous int32 ``(n, K)``; refuses other shapes and negatives."""
+    arr = np.asarray(leaves)
+    n, num_class = shape
+    expected = (n,) if num_class == 1 else (n, num_class)
+    if arr.dtype.kind not in "iu" or arr.shape != expected:
+        raise ValueError(f"{owner}: {name} must be an integer array of shape {expected}, got {arr.dtype} {arr.shape}")
+    if arr.size and arr.min() < 0:
+        raise ValueError(f"{owner}: {name} must be non-negative leaf indices")
+    return np.ascontiguousarray(arr, dtype=np.int32).reshape(n, num_class)
+
+
+def trim(g: np.ndarray, h: np.ndarray, alpha: float, owner: str,
+         squeeze: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Weight trimming in O(n): drop the longest prefix of the rows ordered by
+    ``(w_i, i)``, ``w_i = sum_k h_ik``, whose weights sum to at most ``alpha * sum(w)``,
+    but never every row; the rest keep ``g, h`` unweighted.  Returns ``(indices, grad, hess)``.
+
+    The boundary weight ``tau`` is found by histogram passes over the weights' bit patterns
+    (12 bits per pass, at most 6 passes; one when all weights are equal), then the rows
+    below ``tau`` are dropped and the rows equal to ``tau`` are dropped in row order while
+    the sum allows: the same rows a stable sort by weight would drop.
+
+    Raises
+    ------
+    ValueError
+        Naming ``owner``, if a weight is NaN, infinite or negative.
+    """
+    k = _kernels()
+    n = h.shape[0]
+    shift_hi, prefix = 63, 0
+    dropped_sum = 0.0  # weights of the rows known to be dropped
+    budget = None
+    tied_drop = 0
+    while True:
+        shift_lo = max(0, shift_hi - k.DIGIT_BITS)
+        count, sums, kmin, kmax, n_bad = k.trim_histogram(n, h, shift_hi, prefix, shift_lo)
+        if n_bad:
+            raise ValueError(f"{owner}: weights (row sums of the hessian) must be finite and non-negative; "
+                             f"{n_bad} are NaN, infinite or negative")
+        if budget is None:
+            budget = alpha * float(sums.sum())
+        if kmin == kmax:  # one value left in range: drop as many of its rows as fit
+            tau, tied = int(kmin), int(count.sum())
+            tied_drop = _ties_that_fit(_value_of(tau), tied, budget - dropped_sum)
+            break
+        cumulative = dropped_sum + np.cumsum(sums)
+        fits = cumulative <= budget
+        if fits.all():  # (rounding only) the whole range fits: drop it all
+            tau, tied_drop = int(kmax), n
+            break
+        d = int(np.argmin(fits))  # the digit holding the boundary
+        dropped_sum = float(cumulative[d - 1]) if d > 0 else dropped_sum
+        prefix = (prefix << (shift_hi - shift_lo)) | d
+        shift_hi = shift_lo
+        if shift_hi == 0:  # a single key: the digit was the last bits
+            tau = prefix
+            tied_drop = _ties_that_fit(_value_of(tau), int(count[d]), budget - dropped_sum)
+            break
+    less, ties = k.trim_counts(n, h, np.int64(tau))
+    n_ties = int(ties.sum())
+    tied_drop = min(tied_drop, n_ties)
+    if int(less.sum()) + tied_drop >= n:  # never trim every row: keep the last in (w, i) order
+        tied_drop = n_ties - 1
+    tie_start = np.zeros_like(ties)
+    np.cumsum(ties[:-1], out=tie_start[1:])
+    kept = np.full(less.shape[0], k.BLOCK, dtype=np.int64)
+    kept[-1] = n - k.BLOCK * (less.shape[0] - 1)
+    kept -= less + np.clip(tied_drop - tie_start, 0, ties)
+    offsets = np.zeros_like(kept)
+    np.cumsum(kept[:-1], out=offsets[1:])
+    m = int(kept.sum())
+    out_idx = np.empty(m, dtype=np.int32)
+    out_g = np.empty((m, g.shape[1]), dtype=g.dtype)
+    out_h = np.empty((m, h.shape[1]), dtype=h.dtype)
+    k.trim_gather(n, g, h, np.int64(tau), tied_drop, tie_start, offsets, out_idx, out_g, out_h)
+    if squeeze:
+        out_g, out_h = out_g.reshape(m), out_h.reshape(m)
+    return out_idx, out_g, out_h
+
+
+def _value_of(key: int) -> float:
+    return float(np.array([key], dtype=np.int64).view(np.float64)[0])
+
+
+def _ties_that_fit(value: float, count: int, room: float) -> int:
+    """How many rows of weight ``value`` fit in ``room`` (all of them when ``value`` is 0)."""
+    if value == 0.0:
+        return count if room >= 0.0 else 0
+    c = max(0, min(count, int(room // value)))
+    while c > 0 and c * value > room:  # guard the division's rounding
+        c -= 1
+    while c < count and (c + 1) * value <= room:
+        c += 1
+    return c

@@ -1,0 +1,492 @@
+"""Compiled samplers: rate solve, counter-based draw, thread independence, trimming, input checks."""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+import pytest
+
+from smart_lgbm import MVS, FirstOrder, Full, LossBased, ProbabilitySampler, SecondOrder, Uniform, WeightTrimming
+from smart_lgbm.losses import BinaryLogloss, SquaredError, Target
+from smart_lgbm.samplers import GradientHistory, SamplingState, regularised_gradient, solve_rho
+
+
+def _state(grad, hess, raw=None, history=None, loss=None, label=None):
+    n = grad.shape[0]
+    return SamplingState(
+        iteration=3, grad=grad, hess=hess, raw=np.zeros(grad.shape) if raw is None else raw,
+        loss=loss or BinaryLogloss(), target=Target(label=np.zeros(n) if label is None else label),
+        history=history or GradientHistory(),
+    )
+
+
+def _grads32(rng, n, k=None):
+    shape = (n,) if k is None else (n, k)
+    grad = rng.standard_t(1.5, size=shape).astype(np.float32)  # heavy tails: many rows capped at p = 1
+    hess = (rng.gamma(0.3, size=shape) + 1e-4).astype(np.float32)
+    return grad, hess
+
+
+class Scores(ProbabilitySampler):
+    """A user sampler whose importance is whatever ``fn(grad)`` returns."""
+
+    def __init__(self, fn, **kwargs):
+        super().__init__(**kwargs)
+        self.fn = fn
+
+    def importance(self, grad, hess):
+        return self.fn(grad)
+
+
+def _splitmix_uniforms(key: int, n: int) -> np.ndarray:
+    """The documented generator, written independently with numpy's wrapping uint64 arithmetic."""
+    z = np.uint64(key) + np.arange(1, n + 1, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    z ^= z >> np.uint64(31)
+    return (z >> np.uint64(11)).astype(np.float64) * 2.0**-53
+
+
+PROBABILITY_SAMPLERS = {
+    "first_order": lambda **kw: FirstOrder(**kw),
+    "second_order": lambda **kw: SecondOrder(**kw),
+    "mvs_auto": lambda **kw: MVS(**kw),
+    "mvs_reg": lambda **kw: MVS(reg=0.5, **kw),
+    "loss_based": lambda **kw: LossBased(**kw),
+    "user": lambda **kw: Scores(lambda g: np.abs(g) ** 0.5, **kw),
+}
+
+
+def _loss_state(rng, n, k=None):
+    """A float32 state from a real loss (LossBased needs raw scores and labels)."""
+    raw = rng.normal(scale=2.0, size=n)
+    label = (rng.random(n) < 0.4).astype(float)
+    g = np.empty(n, np.float32)
+    h = np.empty(n, np.float32)
+    loss = BinaryLogloss()
+    loss.compute_gradients(raw, Target(label=label), g, h)
+    return _state(g, h, raw=raw, label=label, loss=loss)
+
+
+# ------------------------------------------------------------------ the draw itself
+
+
+def test_uniform_draw_is_splitmix_of_the_key_from_rng(rng):
+    g, h = _grads32(rng, 5000)
+    sample = Uniform(0.3).sample(_state(g, h), np.random.default_rng(5))
+    key = np.random.default_rng(5).bit_generator.random_raw()
+    u = _splitmix_uniforms(key, 5000)
+    np.testing.assert_array_equal(sample.indices, np.flatnonzero(u < 0.3))
+    assert sample.indices.dtype == np.int32 and sample.grad.dtype == np.float32
+    np.testing.assert_array_equal(sample.grad, (g[sample.indices].astype(float) * (1.0 / 0.3)).astype(np.float32))
+
+
+@pytest.mark.parametrize("name", sorted(PROBABILITY_SAMPLERS))
+def test_probability_draw_uses_its_p_and_reweights_by_it(rng, name):
+    sampler = PROBABILITY_SAMPLERS[name](rate=0.2)
+    state = _loss_state(rng, 6000)
+    seed_rng = np.random.default_rng(11)
+    sample = sampler.sample(state, seed_rng)
+    p = sampler.probabilities_from_state(state)
+    u = _splitmix_uniforms(np.random.default_rng(11).bit_generator.random_raw(), 6000)
+    np.testing.assert_array_equal(sample.indices, np.flatnonzero(u < p))
+    inv = 1.0 / p[sample.indices]
+    np.testing.assert_array_equal(sample.grad, (state.grad32[sample.indices] * inv).astype(np.float32))
+    np.testing.assert_array_equal(sample.hess, (state.hess32[sample.indices] * inv).astype(np.float32))
+    assert abs(p.sum() - 0.2 * 6000) <= 1e-9 * 6000
+
+
+def test_same_key_same_sample_other_key_other_sample(rng):
+    g, h = _grads32(rng, 20_000)
+    a = MVS(rate=0.1).sample(_state(g, h), np.random.default_rng(3))
+    b = MVS(rate=0.1).sample(_state(g, h), np.random.default_rng(3))
+    c = MVS(rate=0.1).sample(_state(g, h), np.random.default_rng(4))
+    for x, y in ((a.indices, b.indices), (a.grad, b.grad), (a.hess, b.hess)):
+        assert x.tobytes() == y.tobytes()
+    assert not np.array_equal(a.indices, c.indices)
+
+
+def test_empty_draw_becomes_the_row_closest_to_being_drawn():
+    g = np.array([1e-9, 3e-9, 2e-9, 0.0], dtype=np.float32)
+    h = np.ones(4, dtype=np.float32)
+    sampler = FirstOrder(rho=1e-3)  # p ~ 1e-12: every draw is empty
+    for seed in range(30):
+        s = sampler.sample(_state(g, h), np.random.default_rng(seed))
+        p = sampler.probabilities_from_state(_state(g, h))
+        u = _splitmix_uniforms(np.random.default_rng(seed).bit_generator.random_raw(), 4)
+        with np.errstate(divide="ignore"):
+            expected = int(np.argmin(np.where(p > 0, u / p, np.inf)))
+        np.testing.assert_array_equal(s.indices, [expected])
+        assert s.grad[0] == np.float32(g[expected] * (1.0 / p[expected]))
+
+
+# ------------------------------------------------------------------ rates
+
+
+@pytest.mark.parametrize("rate", [0.01, 0.1, 0.5, 0.9])
+@pytest.mark.parametrize("name", sorted(PROBABILITY_SAMPLERS))
+def test_rate_is_hit(rng, name, rate):
+    state = _loss_state(rng, 20_000)
+    p = PROBABILITY_SAMPLERS[name](rate=rate).probabilities_from_state(state)
+    assert abs(p.sum() - rate * 20_000) <= 1e-9 * rate * 20_000
+    assert p.max() <= 1.0 and p.min() >= 0.0
+
+
+def test_multiclass_rates_and_shapes(rng):
+    g, h = _grads32(rng, 8000, k=3)
+    for sampler in (FirstOrder(rate=0.2), SecondOrder(rate=0.2), MVS(rate=0.2)):
+        state = _state(g, h, raw=np.zeros((8000, 3)))
+        p = sampler.probabilities_from_state(state)
+        assert abs(p.sum() - 1600) <= 1e-9 * 1600
+        s = sampler.sample(state, np.random.default_rng(0))
+        assert s.grad.shape == (s.size, 3) and s.grad.dtype == np.float32
+        np.testing.assert_array_equal(s.hess, (h[s.indices] * (1.0 / p[s.indices])[:, None]).astype(np.float32))
+
+
+SPECTRA = {
+    "pareto0.5": lambda r, n: r.pareto(0.5, n),
+    "lognormal6": lambda r, n: r.lognormal(0.0, 6.0, n),
+    "geometric": lambda r, n: 0.999 ** np.arange(n, dtype=float),
+    "two_levels": lambda r, n: np.where(np.arange(n) % 97 == 0, 50.0, 1.0),
+    "ties_with_zeros": lambda r, n: r.integers(0, 4, n).astype(float),
+    "tiny_tail": lambda r, n: np.where(np.arange(n) < 10, 1.0, 1e-30),
+}
+
+
+@pytest.mark.parametrize("spectrum", sorted(SPECTRA))
+def test_solve_rho_hits_the_target_on_hard_spectra(spectrum):
+    s = SPECTRA[spectrum](np.random.default_rng(0), 30_000)
+    n_pos = int(np.count_nonzero(s))
+    for frac in (0.001, 0.05, 0.3, 0.8):
+        m = frac * n_pos
+        rho = solve_rho(s, m)
+        assert abs(np.minimum(1.0, rho * s).sum() - m) <= 1e-9 * m
+        # the sort-based fallback (no Newton rounds allowed) finds the same rho
+        assert solve_rho(s, m, max_rounds=0) == pytest.approx(rho, rel=1e-12)
+
+
+def test_rate_solve_is_scale_free(rng):
+    s = rng.integers(0, 1024, 5000).astype(float)  # exact after any power-of-two scaling
+    sampler = Scores(lambda g: g, rate=0.25)
+    p = sampler.probabilities_from_importance(s)
+    for scale in (2.0**-1060, 2.0**-1000, 2.0**1000):  # subnormal, tiny, huge: same p bit for bit
+        np.testing.assert_array_equal(sampler.probabilities_from_importance(s * scale), p)
+    cont = np.minimum(rng.pareto(1.0, 5000) + 0.01, 150.0)  # times 1e306 stays finite
+    p = sampler.probabilities_from_importance(cont)
+    huge = sampler.probabilities_from_importance(cont * 1e306)  # the plain sum overflows
+    np.testing.assert_allclose(huge, p, rtol=1e-12)
+    rounded = cont * 1e-320  # subnormal: the inputs themselves keep only a few significant bits
+    tiny = sampler.probabilities_from_importance(rounded)
+    np.testing.assert_array_equal(tiny, sampler.probabilities_from_importance(rounded * 2.0**1000))
+    np.testing.assert_allclose(tiny, p, rtol=0.05)
+    for q in (huge, tiny):
+        assert abs(q.sum() - 1250) <= 1e-9 * 1250
+    assert solve_rho(cont * 1e306, 1250.0) * 1e306 == pytest.approx(solve_rho(cont, 1250.0), rel=1e-12)
+    # a draw over such importances keeps about the rate (it used to take every row)
+    g = cont.astype(np.float32)
+    s = Scores(lambda grad: np.asarray(grad, dtype=float) * 1e-320, rate=0.25).sample(
+        _state(g, np.ones_like(g)), np.random.default_rng(0))
+    assert 1100 < s.size < 1400
+
+
+def test_importances_wider_than_the_float_range_do_not_break_the_solve():
+    # relative to 1e300, 1e-300 and 5e-324 underflow to 0 once scaled: they get p = 0
+    s = np.array([1e300, 1.0, 1e-300, 5e-324, 0.0])
+    p = Scores(lambda g: g, rate=0.5).probabilities_from_importance(s)
+    np.testing.assert_array_equal(p, [1.0, 1.0, 0.0, 0.0, 0.0])
+    p = Scores(lambda g: g, rate=0.2).probabilities_from_importance(s)
+    assert p[0] == 1.0 and p.sum() == pytest.approx(1.0)
+
+
+# ------------------------------------------------------------------ zero importance
+
+
+def test_zero_importance_rows_are_never_drawn(rng):
+    g, h = _grads32(rng, 3000)
+    g[::4] = 0.0
+    for sampler in (FirstOrder(rate=0.5), FirstOrder(rho=100.0)):
+        for seed in range(40):
+            s = sampler.sample(_state(g, h), np.random.default_rng(seed))
+            assert np.all(g[s.indices] != 0) and np.all(np.isfinite(s.grad))
+    # more than the positive rows asked for: all of them, with p = 1
+    p = FirstOrder(rate=0.9).probabilities_from_state(_state(g, h))
+    np.testing.assert_array_equal(p, (g != 0).astype(float))
+
+
+def test_all_zero_importance_falls_back_to_uniform_at_the_rate(rng):
+    g = np.zeros(2000, np.float32)
+    h = np.ones(2000, np.float32)
+    sampler = FirstOrder(rate=0.2)
+    np.testing.assert_array_equal(sampler.probabilities_from_state(_state(g, h)), np.full(2000, 0.2))
+    s = sampler.sample(_state(g, h), np.random.default_rng(1))
+    assert 300 < s.size < 500
+    np.testing.assert_array_equal(s.hess, np.full(s.size, np.float32(1 / 0.2)))
+    np.testing.assert_array_equal(FirstOrder(rho=3.0).probabilities_from_state(_state(g, h)), np.ones(2000))
+
+
+# ------------------------------------------------------------------ threads
+
+
+@pytest.fixture
+def thread_counts():
+    most = numba.config.NUMBA_NUM_THREADS
+    if most < 2:
+        pytest.skip("needs at least 2 numba threads")
+    before = numba.get_num_threads()
+    yield [1, most]
+    numba.set_num_threads(before)
+
+
+def _under_threads(counts, fn):
+    out = []
+    for k in counts:
+        numba.set_num_threads(k)
+        out.append(fn())
+    return out
+
+
+def test_samples_do_not_depend_on_the_thread_count(thread_counts):
+    rng = np.random.default_rng(2)
+    n = 300_000  # several blocks of every kernel
+    g, h = _grads32(rng, n)
+    anchor = rng.normal(size=n).astype(np.float32)
+    history = GradientHistory(maxlen=1)
+    history.push_gradient(anchor)
+    history.leaves = rng.integers(0, 31, n).astype(np.int32)
+    g3, h3 = _grads32(rng, n // 3, k=3)
+    cases = [
+        (FirstOrder(rate=0.1), _state(g, h)),
+        (MVS(rate=0.3), _state(g, h)),
+        (SecondOrder(rate=0.1, anchor_lag=1, eta=0.7), _state(g, h, history=history)),
+        (Scores(lambda x: np.abs(x) ** 3, rate=0.05), _state(g, h)),
+        (WeightTrimming(alpha=0.3), _state(g, h)),
+        (MVS(rate=0.2), _state(g3, h3, raw=np.zeros((n // 3, 3)))),
+        (WeightTrimming(alpha=0.2), _state(g3, h3, raw=np.zeros((n // 3, 3)))),
+    ]
+    for sampler, state in cases:
+        one, many = _under_threads(thread_counts, lambda: sampler.sample(state, np.random.default_rng(9)))
+        for a, b in ((one.indices, many.indices), (one.grad, many.grad), (one.hess, many.hess)):
+            assert a.tobytes() == b.tobytes(), sampler
+        if isinstance(sampler, ProbabilitySampler):
+            p1, p2 = _under_threads(thread_counts, lambda: sampler.probabilities_from_state(state))
+            assert p1.tobytes() == p2.tobytes()
+    heavy = np.abs(g.astype(float)) ** 4
+    r1, r2 = _under_threads(thread_counts, lambda: solve_rho(heavy, 0.05 * n))
+    assert r1 == r2
+
+
+# ------------------------------------------------------------------ SecondOrder's regulariser
+
+
+@pytest.mark.parametrize("eta", [0.0, 0.6])
+def test_regularised_draw_matches_an_independent_computation(rng, eta):
+    n = 40_000
+    g, h = _grads32(rng, n)
+    anchor = rng.normal(size=n).astype(np.float32)
+    leaves = rng.integers(0, 12, n).astype(np.int32)
+    leaves[leaves == 5] = 6  # an empty leaf in the middle
+    history = GradientHistory(maxlen=2)
+    history.push_gradient(anchor)
+    history.push_gradient(np.full(n, 9.0, np.float32))
+    history.leaves = leaves
+    sampler = SecondOrder(rate=0.2, eta=eta, anchor_lag=2)
+    state = _state(g, h, history=history)
+    s = sampler.sample(state, np.random.default_rng(0))
+    p = sampler.probabilities_from_state(state)
+    a = anchor.astype(float)
+    sums = np.bincount(leaves, weights=a, minlength=12)
+    counts = np.bincount(leaves, minlength=12)
+    means = sums / np.maximum(counts, 1)
+    expected = (g.astype(float) - a + eta * means[leaves])[s.indices] * (1.0 / p[s.indices])
+    np.testing.assert_allclose(s.grad, expected.astype(np.float32), rtol=2e-6, atol=1e-6)
+    # exactly the public regularised_gradient, reweighted and rounded once
+    exact = regularised_gradient(g, anchor, leaves, eta)[s.indices] * (1.0 / p[s.indices])
+    np.testing.assert_array_equal(s.grad, exact.astype(np.float32))
+
+
+def test_multiclass_regulariser_uses_each_trees_leaves(rng):
+    n = 3000
+    g, h = _grads32(rng, n, k=3)
+    h += 10.0  # every row drawn with p = 1
+    anchor = rng.normal(size=(n, 3))
+    leaves = rng.integers(0, 5, (n, 3))
+    history = GradientHistory(maxlen=1)
+    history.push_gradient(anchor)
+    history.leaves = leaves
+    s = SecondOrder(rho=1.0, eta=0.5, anchor_lag=1).sample(_state(g, h, history=history, raw=np.zeros((n, 3))),
+                                                          np.random.default_rng(0))
+    assert s.size == n
+    for k in range(3):
+        means = np.bincount(leaves[:, k], weights=anchor[:, k]) / np.bincount(leaves[:, k])
+        expected = g[:, k] - anchor[:, k] + 0.5 * means[leaves[:, k]]
+        np.testing.assert_allclose(s.grad[:, k], expected.astype(np.float32), rtol=1e-6, atol=1e-6)
+
+
+def test_bad_leaves_are_refused_naming_the_sampler(rng):
+    g, h = _grads32(rng, 100)
+    history = GradientHistory(maxlen=1)
+    history.push_gradient(g)
+    history.leaves = np.zeros(99, dtype=np.int32)
+    with pytest.raises(ValueError, match=r"SecondOrder: history.leaves must be an integer array of shape \(100,\)"):
+        SecondOrder(rate=0.5, anchor_lag=1).sample(_state(g, h, history=history), np.random.default_rng(0))
+    history.leaves = -np.ones(100, dtype=np.int32)
+    with pytest.raises(ValueError, match="non-negative"):
+        SecondOrder(rate=0.5, anchor_lag=1).sample(_state(g, h, history=history), np.random.default_rng(0))
+
+
+# ------------------------------------------------------------------ weight trimming
+
+
+def _trim_reference(w, alpha):
+    """The definition: stable sort by weight, drop the longest prefix within alpha * sum."""
+    order = np.argsort(w, kind="stable")
+    cumulative = np.cumsum(w[order])
+    n_drop = min(int(np.searchsorted(cumulative, alpha * cumulative[-1], side="right")), w.size - 1)
+    return np.sort(order[n_drop:])
+
+
+@pytest.mark.parametrize("weights", [
+    lambda r, n: r.gamma(0.5, size=n),                          # continuous
+    lambda r, n: r.integers(0, 6, n).astype(float),              # ties and zeros, exact sums
+    lambda r, n: np.ones(n),                                      # all equal
+    lambda r, n: np.zeros(n),                                     # nothing to weigh: keep one row
+    lambda r, n: r.integers(1, 3, n) * 2.0**-1060,                # subnormal weights
+    lambda r, n: np.where(r.random(n) < 0.5, 1e300, 1.0),         # huge range
+], ids=["gamma", "integers", "equal", "zeros", "subnormal", "huge"])
+@pytest.mark.parametrize("alpha", [0.0, 0.1, 0.5, 0.99])
+def test_weight_trimming_equals_its_definition(weights, alpha):
+    for n in (1, 7, 200_000):
+        w = weights(np.random.default_rng(n), n)
+        kept = WeightTrimming(alpha).kept_rows(w)
+        np.testing.assert_array_equal(kept, _trim_reference(w, alpha))
+        assert kept.dtype == np.int32
+
+
+def test_weight_trimming_sample_on_float32_and_multiclass(rng):
+    g, h = _grads32(rng, 50_000, k=3)
+    s = WeightTrimming(0.2).sample(_state(g, h, raw=np.zeros((50_000, 3))), np.random.default_rng(0))
+    w = h.astype(float).sum(axis=1)
+    np.testing.assert_array_equal(s.indices, _trim_reference(w, 0.2))
+    np.testing.assert_array_equal(s.grad, g[s.indices])
+    np.testing.assert_array_equal(s.hess, h[s.indices])
+    assert s.grad.dtype == np.float32
+
+
+def test_weight_trimming_refuses_bad_weights():
+    with pytest.raises(ValueError, match="WeightTrimming: weights .* must be finite and non-negative; 2 are"):
+        WeightTrimming(0.1).kept_rows(np.array([1.0, -1.0, np.nan, 2.0]))
+
+
+# ------------------------------------------------------------------ user importances
+
+
+@pytest.mark.parametrize("fn, error, match", [
+    (lambda g: np.abs(g)[: g.size // 2], ValueError, r"Scores: importance must have shape \(400,\), one score per row; got shape \(200,\)"),
+    (lambda g: np.append(np.abs(g), 1.0), ValueError, r"Scores: importance must have shape \(400,\).*got shape \(401,\)"),
+    (lambda g: np.abs(g)[:, None], ValueError, r"Scores: importance must have shape \(400,\).*got shape \(400, 1\)"),
+    (lambda g: np.where(np.arange(g.size) == 7, np.nan, 1.0), ValueError, "Scores: importance must be finite and non-negative; it has 1"),
+    (lambda g: np.where(np.arange(g.size) < 3, -1.0, 1.0), ValueError, "non-negative; it has 3 NaN, infinite or negative"),
+    (lambda g: np.where(np.arange(g.size) < 2, np.inf, 1.0), ValueError, "it has 2 NaN, infinite or negative"),
+    (lambda g: np.array(["a"] * g.size), TypeError, "Scores: importance must be real numbers"),
+])
+def test_bad_user_importance_is_refused_naming_the_sampler(rng, fn, error, match):
+    g, h = _grads32(rng, 400)
+    for sampler in (Scores(fn, rate=0.3), Scores(fn, rho=1.0)):
+        with pytest.raises(error, match=match):
+            sampler.sample(_state(g, h), np.random.default_rng(0))
+
+
+def test_user_overrides_are_honoured(rng):
+    g, h = _grads32(rng, 4000)
+
+    class Doubled(FirstOrder):
+        def fitting_gradient(self, state):
+            return 2.0 * state.grad
+
+    class ByHessian(FirstOrder):
+        def importance_from_state(self, state):
+            return state.hess.sum(axis=-1) if state.hess.ndim > 1 else state.hess
+
+    state = _state(g, h)
+    s = Doubled(rate=0.3).sample(state, np.random.default_rng(0))
+    p = Doubled(rate=0.3).probabilities_from_state(state)
+    np.testing.assert_array_equal(s.grad, (2.0 * g[s.indices].astype(float)) * (1.0 / p[s.indices]))
+    p_h = ByHessian(rate=0.3).probabilities_from_state(state)
+    np.testing.assert_array_equal(p_h, SecondOrder(rate=0.3).probabilities_from_state(state))
+
+
+# ------------------------------------------------------------------ state, history, Full
+
+
+def test_sampling_state_converts_lazily_and_once(rng):
+    g, h = _grads32(rng, 100)
+    state = _state(g, h)
+    assert state.grad32 is g and state.hess32 is h
+    assert state.grad.dtype == np.float64 and state.grad is state.grad
+    np.testing.assert_array_equal(state.grad, g.astype(float))
+    g64 = g.astype(float)
+    state = _state(g64, h.astype(float))
+    assert state.grad is g64 and state.grad32.dtype == np.float32
+    with pytest.raises(ValueError, match="same shape"):
+        _state(g, h[:50])
+
+
+def test_full_hands_over_the_engines_buffers(rng):
+    g, h = _grads32(rng, 100)
+    s = Full().sample(_state(g, h), np.random.default_rng(0))
+    assert np.shares_memory(s.grad, g) and np.shares_memory(s.hess, h) and s.grad.dtype == np.float32
+    np.testing.assert_array_equal(s.indices, np.arange(100))
+
+
+def test_gradient_history_copies_into_a_ring():
+    history = GradientHistory(maxlen=2)
+    buf = np.zeros(5, np.float32)
+    for it in range(4):
+        buf[:] = it  # the engine reuses its buffer
+        history.push_gradient(buf)
+    np.testing.assert_array_equal(history.gradient(1), np.full(5, 3.0))
+    np.testing.assert_array_equal(history.gradient(2), np.full(5, 2.0))
+    assert history.gradient(3) is None and history.gradient(0) is None
+    assert history.gradient(1).dtype == np.float32 and not history.gradient(1).flags.writeable
+    assert [float(a[0]) for a in history.gradients] == [2.0, 3.0]
+    with pytest.raises(ValueError, match="push_gradient got a float32 array of shape \\(4,\\)"):
+        history.push_gradient(np.zeros(4, np.float32))
+    nothing = GradientHistory()
+    nothing.push_gradient(buf)
+    assert nothing.gradient(1) is None
+
+
+def test_samplers_pickle_and_copy_without_their_buffers(rng):
+    import copy
+    import pickle
+
+    g, h = _grads32(rng, 1000)
+    sampler = FirstOrder(rate=0.2)
+    first = sampler.sample(_state(g, h), np.random.default_rng(0))
+    for clone in (copy.deepcopy(sampler), pickle.loads(pickle.dumps(sampler))):
+        assert repr(clone) == "FirstOrder(rate=0.2)"
+        again = clone.sample(_state(g, h), np.random.default_rng(0))
+        np.testing.assert_array_equal(again.indices, first.indices)
+
+
+def test_loss_based_reads_the_compiled_per_row_loss(rng):
+    n = 3000
+    raw = rng.normal(size=n)
+    y = rng.normal(size=n)
+    g = np.empty(n, np.float32)
+    h = np.empty(n, np.float32)
+    loss = SquaredError()
+    target = Target(label=y)
+    loss.compute_gradients(raw, target, g, h)
+    state = SamplingState(0, g, h, raw, loss, target, GradientHistory())
+    p = LossBased(rho=0.5).probabilities_from_state(state)
+    np.testing.assert_allclose(p, np.minimum(1.0, 0.5 * 0.5 * (raw - y) ** 2), rtol=1e-15)
+
+    class NaNLoss(SquaredError):
+        def compute_loss(self, raw, target, out):
+            super().compute_loss(raw, target, out)
+            out[4] = np.nan
+
+    state = SamplingState(0, g, h, raw, NaNLoss(), target, GradientHistory())
+    with pytest.raises(ValueError, match="LossBased: importance must be finite"):
+        LossBased(rate=0.1).sample(state, np.random.default_rng(0))
