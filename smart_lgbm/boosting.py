@@ -2,8 +2,10 @@
 
 An iteration (:meth:`BoostingRun.step`):
 
-1. the loss computes ``g, h`` for every training row at the tracked raw scores;
-2. the sampler picks the rows ``S`` and their fitting gradients (importance-reweighted);
+1. the loss computes float32 ``g, h`` for every training row at the tracked raw scores
+   (compiled kernels for the built-in losses: :meth:`smart_lgbm.losses.Loss.compute_gradients`);
+2. the sampler picks the rows ``S`` and their fitting gradients (importance-reweighted;
+   compiled O(n) rate solve and draw for the built-in samplers);
 3. LightGBM copies just those binned rows into a subset Dataset (bin mappers shared, so the
    trees are valid for every row) and fits the iteration's tree(s) on it through the run's
    one tree-fitting Booster (:class:`smart_lgbm._lightgbm.OneIterationBooster`): the
@@ -119,6 +121,10 @@ class BoostingRun:
         self.fitter = _lightgbm.OneIterationBooster(cfg.booster_params(0), self.k, train.handle, self.subset_params)
         self.params_changed = False  # by a reset_parameter callback since the last iteration
         self._leaves: np.ndarray | None = None  # each training row's leaf, when the sampler needs it
+        # float32 g, h of every training row (LightGBM's own precision), reused every iteration
+        shape = (train.num_rows,) if self.k == 1 else (train.num_rows, self.k)
+        self._grad = np.empty(shape, dtype=np.float32)
+        self._hess = np.empty(shape, dtype=np.float32)
         # boost_from_average: folded into the first trees (LightGBM skips it given init
         # scores); None once it is in the model
         bias = self.loss.init_score(train.target) if train.init_score is None else np.zeros(self.k)
@@ -171,9 +177,10 @@ class BoostingRun:
         t0 = time.perf_counter()
         train = self.train.data
         n = train.num_rows
-        raw = self.raw + self.bias if self.bias is not None else self.raw
-        grad, hess = self.loss.gradient_hessian(self.view(raw), train.target)
-        state = SamplingState(iteration, grad, hess, self.view(raw), self.loss, train.target, self.history)
+        raw = self.view(self.raw + self.bias if self.bias is not None else self.raw)
+        grad, hess = self._grad, self._hess
+        self.loss.compute_gradients(raw, train.target, grad, hess)
+        state = SamplingState(iteration, grad, hess, raw, self.loss, train.target, self.history)
         sample = self.sampler.sample(state, iteration_rng(self.cfg.seed, iteration))
         check_sample(sample, n, self.k, self.sampler)
         self.history.push_gradient(grad)

@@ -320,7 +320,10 @@ class SmartObjective:
         run.calls += 1
         target = run.target
         raw = np.asarray(preds, dtype=np.float64)
-        grad, hess = self.loss.gradient_hessian(raw, target)
+        # the engine's float32 gradients (LightGBM's own), so that both draw the same sample
+        grad = np.empty(raw.shape, dtype=np.float32)
+        hess = np.empty(raw.shape, dtype=np.float32)
+        self.loss.compute_gradients(raw, target, grad, hess)
         state = SamplingState(iteration, grad, hess, raw, self.loss, target, run.history)
         sample = self.sampler.sample(state, stream_rng(self.seed, iteration, self.stream))
         run.history.push_gradient(grad)
