@@ -20,7 +20,7 @@ ASRI (average sampling rate per iteration) = mean over the iterations used of
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -62,18 +62,24 @@ class Row:
 
 @dataclass(frozen=True)
 class Table:
-    """Both parts of the table with what they refer to."""
+    """Both parts of the table with what they refer to.
+
+    ``target`` is None when it cannot be set yet (its method has no results); then
+    ``target_source`` says why.  ``notes`` holds, per method, why it has fewer iterations
+    than asked for (or none); methods without iterations have no curve but still a row.
+    """
 
     experiment: str
     metric: str
     higher_is_better: bool
-    target: float
+    target: float | None
     target_source: str
     tolerance: float
     upper: list[Row]
     lower: list[Row]
     full_reference: str | None
     goss_reference: str | None
+    notes: dict[str, list[str]] = field(default_factory=dict)
 
 
 def mean_curves(records: Sequence[Any]) -> list[Curve]:
@@ -104,6 +110,31 @@ def mean_curves(records: Sequence[Any]) -> list[Curve]:
         curves.append(Curve(method, recs[0].kind, tuple(r.seed for r in recs),
                             mean("values"), mean("sampling_rate"), mean("seconds")))
     return curves
+
+
+def method_notes(records: Sequence[Any]) -> dict[str, list[str]]:
+    """Every method of ``records`` (first-seen order) with what its table rows cannot show.
+
+    A run's own ``note`` (why it stopped early, which iterations added no tree), prefixed
+    by its seed when the method has several, and a line when seeds of unequal length were
+    cut to the shortest for the mean curve.
+    """
+    groups: dict[str, list[Any]] = {}
+    for rec in records:
+        groups.setdefault(rec.method, []).append(rec)
+    notes: dict[str, list[str]] = {}
+    for method, recs in groups.items():
+        lines = []
+        for r in recs:
+            note = getattr(r, "note", "")
+            if note:
+                lines.append(f"seed {r.seed}: {note}" if len(recs) > 1 else note)
+        lengths = [len(r.values) for r in recs]
+        if len(set(lengths)) > 1 and min(lengths) > 0:
+            lines.append(f"its {len(recs)} seeds ran {min(lengths)}-{max(lengths)} iterations; the mean curve "
+                         f"stops at the shortest ({min(lengths)})")
+        notes[method] = lines
+    return notes
 
 
 #: Relative slack always granted when comparing with the target: two implementations of
@@ -187,6 +218,7 @@ def build_table(
     curves: Sequence[Curve],
     target: float | str | None = None,
     tolerance: float = 0.0,
+    notes: dict[str, list[str]] | None = None,
 ) -> Table:
     """Both parts of the paper's table from the methods' mean curves.
 
@@ -199,20 +231,28 @@ def build_table(
     curves : sequence of Curve
         See :func:`mean_curves`.
     target : float, str or None
-        See :func:`resolve_target`.
+        See :func:`resolve_target`.  A target method without results leaves the table
+        without a target (``Table.target`` None) instead of failing.
     tolerance : float, default=0.0
         Absolute slack of "reaches the target" (see :func:`first_reaching`).
+    notes : dict, optional
+        :func:`method_notes` of the records: every method in table order, so that methods
+        without iterations (no curve) keep a row.
 
     Returns
     -------
     Table
     """
-    target_value, source = resolve_target(curves, target)
+    try:
+        target_value: float | None
+        target_value, source = resolve_target(curves, target)
+    except ValueError as exc:
+        target_value, source = None, str(exc)
     full = _first_of_kind(curves, "stock_full")
     goss = _first_of_kind(curves, "stock_goss")
 
     def seconds_to_target(curve: Curve | None) -> float | None:
-        if curve is None:
+        if curve is None or target_value is None:
             return None
         i = first_reaching(curve.values, target_value, higher_is_better, tolerance)
         return None if i is None else float(curve.cumulative_seconds[i])
@@ -223,16 +263,24 @@ def build_table(
         return ref / mine
 
     full_s, goss_s = seconds_to_target(full), seconds_to_target(goss)
+    by_method = {c.method: c for c in curves}
+    order = list(dict.fromkeys([*(notes or {}), *by_method]))
     upper, lower = [], []
-    for curve in curves:
-        i = first_reaching(curve.values, target_value, higher_is_better, tolerance)
+    for method in order:
+        curve = by_method.get(method)
+        if curve is None:  # no iterations: a row without numbers; the notes say why
+            upper.append(Row(method, 0, None, None, None, None))
+            lower.append(Row(method, 0, None, None, None, None))
+            continue
+        i = None if target_value is None else first_reaching(curve.values, target_value, higher_is_better, tolerance)
         row = _row_at(curve, i, None if i is None else float(curve.values[i]))
         upper.append(Row(row.method, row.runs, row.value, row.iterations, row.asri, row.seconds,
                          speedup(full_s, row.seconds), speedup(goss_s, row.seconds)))
         b = best_index(curve.values, higher_is_better)
         lower.append(_row_at(curve, b, float(curve.values[b])))
     return Table(experiment, metric, higher_is_better, target_value, source, tolerance, upper, lower,
-                 None if full is None else full.method, None if goss is None else goss.method)
+                 None if full is None else full.method, None if goss is None else goss.method,
+                 {m: list(lines) for m, lines in (notes or {}).items() if lines})
 
 
 def _fmt(value: float | None, spec: str, missing: str = "—") -> str:
@@ -249,27 +297,33 @@ def to_markdown(table: Table) -> str:
     """The table as markdown: an upper part at the target quality, a lower part at each best.
 
     Missing values (target not reached, no reference method) are shown as "not reached"
-    and "—".
+    and "—"; a method without iterations as "no iterations", with the reason in the notes
+    under the table; a table without a target says why.
     """
     direction = "higher is better" if table.higher_is_better else "lower is better"
     refs = [r for r in (table.full_reference, table.goss_reference) if r]
     header = ["method", "runs", table.metric, "iter", "ASRI", "time/s"] + [f"speed-up vs {r}" for r in refs]
+    if table.target is None:
+        target_line = f"No target quality: {table.target_source}. Upper part: empty until it has results"
+    else:
+        target_line = (f"Target quality {table.target:.6g} ({table.target_source}"
+                       + (f", tolerance {table.tolerance:g}" if table.tolerance else "")
+                       + "). Upper part: first iteration reaching the target")
     lines = [
         f"### {table.experiment}: {table.metric} ({direction})",
         "",
-        f"Target quality {table.target:.6g} ({table.target_source}"
-        + (f", tolerance {table.tolerance:g}" if table.tolerance else "")
-        + "). Upper part: first iteration reaching the "
-        "target; lower part: each method's best quality. time/s = training seconds (evaluation excluded); "
-        "ASRI = average sampling rate per iteration.",
+        target_line + "; lower part: each method's best quality. time/s = training seconds (evaluation "
+        "excluded); ASRI = average sampling rate per iteration.",
         "",
         "| " + " | ".join(header) + " |",
         "|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|",
     ]
     for row in table.upper:
         cells = [row.method, str(row.runs)]
-        if row.iterations is None:
-            cells += ["not reached", "—", "—", "—"] + ["—"] * len(refs)
+        if row.runs == 0:
+            cells += ["no iterations", "—", "—", "—"] + ["—"] * len(refs)
+        elif row.iterations is None:
+            cells += ["not reached" if table.target is not None else "—", "—", "—", "—"] + ["—"] * len(refs)
         else:
             cells += [f"{row.value:.4f}", str(row.iterations), f"{row.asri:.4f}", _seconds(row.seconds)]
             speedups = ([row.speedup_full] if table.full_reference else []) + (
@@ -278,9 +332,15 @@ def to_markdown(table: Table) -> str:
         lines.append("| " + " | ".join(cells) + " |")
     lines.append("| **best quality** |" + " |" * (len(header) - 1))
     for row in table.lower:
-        cells = [row.method, str(row.runs), f"{row.value:.4f}", str(row.iterations), f"{row.asri:.4f}",
-                 _seconds(row.seconds)] + [""] * len(refs)
+        if row.runs == 0:
+            cells = [row.method, "0", "no iterations", "—", "—", "—"] + [""] * len(refs)
+        else:
+            cells = [row.method, str(row.runs), f"{row.value:.4f}", str(row.iterations), f"{row.asri:.4f}",
+                     _seconds(row.seconds)] + [""] * len(refs)
         lines.append("| " + " | ".join(cells) + " |")
+    if table.notes:
+        lines += ["", "Notes:"]
+        lines += [f"- {method}: {note}" for method, notes in table.notes.items() for note in notes]
     return "\n".join(lines) + "\n"
 
 
