@@ -61,6 +61,16 @@ class ConfigFileError(ConfigError, FileNotFoundError):
     """A file named in a config does not exist; the message names the key."""
 
 
+def error_text(exc: BaseException) -> str:
+    """An exception's message as one line for ``smart-lgbm: error: ...``.
+
+    Newlines are folded (file readers and LightGBM end messages with them) and LightGBM's
+    C++ source location (`` at .../config_auto.cpp, line 344 .``) is dropped.
+    """
+    text = re.sub(r"\s+at \S+\.(?:cpp|hpp|h), line \d+\s*\.?", "", str(exc))
+    return " ".join(text.split()) or type(exc).__name__
+
+
 # --------------------------------------------------------------------------- schema
 
 #: Method kinds: stock LightGBM (``lightgbm.train``) and engine samplers (``smart_lgbm.train``).
@@ -305,6 +315,35 @@ def _path(table: Mapping[str, Any], key: str, where: str, base: Path, must_exist
     return path
 
 
+#: Names that become file or folder names: no path separators, no leading dot ("." and
+#: ".." would leave the output folder, ".x" would hide the files), at most 100 characters.
+_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,99}")
+
+
+def check_name(name: str, what: str, names: str, taken: list[str]) -> None:
+    """Refuse a name used as a path that could leave the output folder or collide with ``taken``.
+
+    Parameters
+    ----------
+    name : str
+        The experiment name or method label.
+    what : str
+        How the message refers to it, e.g. ``"[experiments.x] key 'name'"``.
+    names : str
+        What the name becomes on disk, for the message.
+    taken : list of str
+        Names already in use; a name equal to one of them ignoring case is refused too,
+        because it would share files on case-insensitive file systems.
+    """
+    if not _NAME.fullmatch(name):
+        raise ConfigError(f"{what} is {name!r}: it names {names}, so it must be 1-100 letters, digits, "
+                          "'_', '.' or '-', not starting with '.'")
+    clash = [t for t in taken if t.casefold() == name.casefold()]
+    if clash:
+        raise ConfigError(f"{what} is {name!r}, which repeats {clash[0]!r} (names are compared ignoring case: "
+                          f"they name {names})")
+
+
 def metric_higher_is_better(metric: str) -> bool:
     """Whether larger values of ``metric`` (``auc``, ``ndcg@10``, ``binary_logloss``...) are better."""
     if _NDCG.match(metric):
@@ -320,6 +359,56 @@ def _metric(value: Any, where: str) -> str:
         return _METRIC_ALIASES.get(name, name)
     accepted = ", ".join([*sorted(_METRICS), "ndcg@K"])
     raise ConfigError(f"{where} key 'metric' is {value!r}; accepted: {accepted}")
+
+
+#: Objective family (the engine's loss name) -> metrics that measure what it fits.
+#: Probabilities (binary) may be scored by the regression metrics too; a ranking objective's
+#: scores only order the documents of a query, so only NDCG measures them.
+_FITTING_METRICS = {
+    "binary": ("binary_logloss", "binary_error", "auc", "l2", "rmse", "l1", "ndcg@K"),
+    "regression": ("l2", "rmse", "l1", "auc", "ndcg@K"),
+    "multiclass": ("multi_logloss", "multi_error"),
+    "lambdarank": ("ndcg@K",),
+}
+
+
+def check_metric_fits(metric: str, objective: str, family: str, where: str) -> None:
+    """Refuse a metric that does not measure what ``objective`` (of ``family``) fits."""
+    accepted = _FITTING_METRICS.get(family)
+    if accepted is None:
+        return
+    name = "ndcg@K" if _NDCG.match(metric) else metric
+    if name not in accepted:
+        raise ConfigError(f"{where} metric {metric!r} does not fit objective {objective!r}; "
+                          f"metrics that fit it: {', '.join(accepted)}")
+
+
+def _check_objective(exp_name: str, metric: str, params: dict[str, Any], methods: list[MethodSpec],
+                     rounds: int) -> None:
+    """The engine's own parameter checks and the metric/objective fit, at load time.
+
+    Each engine method's parameters go through :func:`smart_lgbm.params.make_config`, the
+    check ``smart_lgbm.train`` runs first, so a refused objective or parameter names the
+    method before anything trains.  Stock-only objectives (no engine method) are left to
+    LightGBM, which the pre-flight run asks before training.
+    """
+    from ..params import canonicalize, make_config, resolve_loss
+
+    where = f"[experiments.{exp_name}]"
+    for method in methods:
+        if method.kind in ENGINE_KINDS:
+            try:
+                make_config({**params, **method.params, **lightgbm_metric_params(metric)}, rounds)
+            except (TypeError, ValueError) as exc:
+                raise ConfigError(f"{where} method {method.label!r}: {exc}") from None
+    for method in methods:
+        merged = canonicalize({**params, **method.params})
+        objective = str(merged.get("objective", "regression"))
+        try:
+            loss = resolve_loss(merged)
+        except (TypeError, ValueError):
+            continue  # an objective only stock LightGBM knows: LightGBM judges the metric
+        check_metric_fits(metric, objective, loss.lightgbm_objective or "", f"{where} method {method.label!r}:")
 
 
 def lightgbm_metric_params(metric: str) -> dict[str, Any]:
@@ -496,6 +585,8 @@ def parse_config(raw: Mapping[str, Any], base_dir: str | os.PathLike = ".", path
     methods_raw = raw.get("methods")
     if not isinstance(methods_raw, dict) or not methods_raw:
         raise ConfigError(f"{where} needs at least one [methods.LABEL] table; kinds: {', '.join(KINDS)}")
+    for i, label in enumerate(methods_raw):
+        check_name(label, f"[methods.{label}] label", "the files of 'smart-lgbm run'", list(methods_raw)[:i])
     methods = {label: _method(label, value) for label, value in methods_raw.items()}
 
     exps_raw = raw.get("experiments")
@@ -509,10 +600,7 @@ def parse_config(raw: Mapping[str, Any], base_dir: str | os.PathLike = ".", path
         name = _str(exp, "name", ewhere, default=None)
         if name is None:
             raise ConfigError(f"{ewhere} missing key 'name'")
-        if not re.fullmatch(r"[A-Za-z0-9_.-]+", name):
-            raise ConfigError(f"{ewhere} key 'name' may hold letters, digits, '_', '.', '-' only (it names a folder)")
-        if name in {e.name for e in experiments}:
-            raise ConfigError(f"{ewhere} key 'name' repeats another experiment's name")
+        check_name(name, f"{ewhere} key 'name'", "the experiment's folder", [e.name for e in experiments])
         if "data" not in exp:
             raise ConfigError(f"{ewhere} missing key 'data'; accepted sources: {', '.join(SOURCES)}")
         data = _data(exp["data"], f"{ewhere} data", base)
@@ -532,8 +620,10 @@ def parse_config(raw: Mapping[str, Any], base_dir: str | os.PathLike = ".", path
         if isinstance(exp_target, str) and exp_target not in labels:
             raise ConfigError(f"{ewhere} key 'target' names {exp_target!r}, which is not one of its methods: {', '.join(labels)}")
         params = {**shared, **_lgb_params(exp.get("params", {}), f"{ewhere} params")}
+        exp_rounds = _rounds(exp, ewhere, default=rounds)
+        _check_objective(name, exp_metric, params, [methods[m] for m in labels], exp_rounds)
         experiments.append(Experiment(
-            name=name, data=data, metric=exp_metric, rounds=_rounds(exp, ewhere, default=rounds),
+            name=name, data=data, metric=exp_metric, rounds=exp_rounds,
             seeds=_seeds(exp, ewhere) or seeds, target=exp_target, params=params,
             methods=tuple(methods[m] for m in labels), tolerance=_tolerance(exp, ewhere, tolerance),
         ))
