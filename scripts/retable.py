@@ -13,7 +13,7 @@ import argparse
 import json
 
 from smart_lgbm.compare.methods import RunRecord
-from smart_lgbm.compare.report import build_table, mean_curves, to_markdown
+from smart_lgbm.compare.report import build_table, mean_curves, method_notes, to_markdown
 
 
 def main() -> None:
@@ -26,7 +26,8 @@ def main() -> None:
         saved = json.load(fh)
     records = [RunRecord.from_dict(r) for r in saved["runs"]]
     table = build_table(saved["experiment"], saved["metric"], saved["higher_is_better"], mean_curves(records),
-                        target=args.target if args.target is not None else "stock_full", tolerance=args.tolerance)
+                        target=args.target if args.target is not None else "stock_full", tolerance=args.tolerance,
+                        notes=method_notes(records))
     print(to_markdown(table))
 
 

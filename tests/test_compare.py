@@ -105,8 +105,13 @@ def test_target_from_a_named_method_and_missing_method():
     records = [rec("a", "full", [0.5, 0.4], [1, 1], [1, 1]), rec("b", "uniform", [0.45, 0.41], [0.1, 0.1], [1, 1])]
     table = build_table("e", "m", False, mean_curves(records), target="b")
     assert table.target == 0.41 and [r.iterations for r in table.upper] == [2, 2]
-    with pytest.raises(ValueError, match="target method 'zz' has no results"):
-        build_table("e", "m", False, mean_curves(records), target="zz")
+    # a target method without results (e.g. interrupted before it finished) leaves the
+    # table without a target, saying why, instead of failing (or keeping an old table)
+    table = build_table("e", "m", False, mean_curves(records), target="zz")
+    assert table.target is None and "target method 'zz' has no results" in table.target_source
+    rows = parse_markdown_table(to_markdown(table))
+    assert [r[2] for r in rows[1:3]] == ["—", "—"] and [r[2] for r in rows[4:6]] == ["0.4000", "0.4100"]
+    assert "No target quality: target method 'zz' has no results" in to_markdown(table)
 
 
 # --------------------------------------------------------------------------- atomic files
@@ -338,3 +343,87 @@ def test_run_writes_records_and_a_model_that_reproduces_them(tmp_path, capsys):
     p = booster.predict(valid.X)
     logloss = -np.mean(valid.y * np.log(p) + (1 - valid.y) * np.log(1 - p))
     assert logloss == pytest.approx(run["values"][-1], rel=1e-9)
+
+
+# --------------------------------------------------------------------------- single-leaf trees (issue #12 item 7)
+
+
+SPLITLESS = """
+output = "out"
+rounds = 5
+seeds = [0]
+progress_seconds = -1
+[params]
+learning_rate = 0.2
+num_leaves = 7
+num_threads = 1
+{extra}
+[methods.stock_full]
+[methods.stock_bagging]
+bagging_fraction = 0.5
+[methods.stock_goss]
+[methods.full]
+[methods.uniform]
+rate = 0.5
+[[experiments]]
+name = "h"
+metric = "binary_logloss"
+data = {data}
+params = {{ objective = "binary" }}
+"""
+
+
+@pytest.mark.parametrize(
+    "extra, data",
+    [
+        ("min_data_in_leaf = 4000", '{ source = "bundled", name = "higgs_sample" }'),  # above the 2000-row warm-up
+        ("", '{ source = "bundled", name = "higgs_sample", max_rows = 3 }'),  # tiny data
+        ("min_gain_to_split = 1e9", '{ source = "bundled", name = "higgs_sample", max_rows = 500 }'),
+        ("min_sum_hessian_in_leaf = 1e9", '{ source = "bundled", name = "higgs_sample", max_rows = 500 }'),
+    ],
+)
+def test_single_leaf_trees_give_a_table_that_shows_every_method(tmp_path, capsys, extra, data):
+    from smart_lgbm.cli import main
+
+    path = tmp_path / "c.toml"
+    path.write_text(SPLITLESS.format(extra=extra, data=data))
+    assert main(["compare", str(path)]) == 0
+    folder = tmp_path / "out" / "h"
+    rows = parse_markdown_table((folder / "table.md").read_text())
+    upper = {r[0]: r for r in rows[1:6]}
+    assert set(upper) == {"stock_full", "stock_bagging", "stock_goss", "full", "uniform"}
+    # stock LightGBM keeps a constant first tree, then stops adding trees: one iteration
+    assert upper["stock_full"][3] == "1"
+    # the engine ends a run whose first tree cannot split with no iteration: shown, with the reason
+    assert upper["full"][2] == "no iterations" and upper["uniform"][2] == "no iterations"
+    text = (folder / "table.md").read_text()
+    assert "- full: no iterations: the first iteration's tree could not split" in text
+    assert "- stock_full: stopped after 1 of 5 iterations: no split met LightGBM's requirements" in text
+    records = json.loads((folder / "records.json").read_text())
+    assert {r["method"] for r in records["runs"]} == set(upper)
+    assert "no iterations: the first iteration's tree could not split" in capsys.readouterr().err
+
+
+def test_stock_iterations_that_add_no_tree_are_not_counted_as_iterations(tmp_path):
+    import lightgbm as lgb
+
+    path = tmp_path / "c.toml"
+    path.write_text(SPLITLESS.format(extra="min_data_in_leaf = 140",
+                                     data='{ source = "bundled", name = "higgs_sample", max_rows = 3000 }')
+                    .replace("rounds = 5", "rounds = 30").replace("bagging_fraction = 0.5", "bagging_fraction = 0.1"))
+    exp = load_config(path).experiments[0]
+    data = load_data(exp.data)
+    boosters: list[lgb.Booster] = []
+    bag = run_method(exp.method("stock_bagging"), exp, data, seed=0, on_model=boosters.append)
+    # with 300-row bags and min_data_in_leaf 140, some bags cannot split: LightGBM skips them
+    trees = boosters[0].num_trees()
+    assert 0 < trees < 30 and bag.num_iterations == trees
+    assert f"{30 - trees} of 30 iterations added no tree" in bag.note
+    # every recorded value is the model's after that many trees, not a skipped iteration's repeat
+    y = data.valid.y
+    for i in range(1, trees + 1):
+        p = boosters[0].predict(data.valid.X, num_iteration=i)
+        logloss = -np.mean(y * np.log(p) + (1 - y) * np.log(1 - p))
+        assert bag.values[i - 1] == pytest.approx(logloss, rel=1e-9)
+    assert len(bag.seconds) == len(bag.sampling_rate) == trees
+    assert all(0.05 < r < 0.15 for r in bag.sampling_rate)
