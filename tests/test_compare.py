@@ -59,7 +59,7 @@ def test_table_on_hand_made_records_lower_is_better():
     curves = mean_curves(records)
     assert [c.method for c in curves] == ["stock_full", "stock_goss", "fo", "bad"]
     table = build_table("e", "m", False, curves)
-    assert table.target == 0.3 and table.target_source == "stock_full after 4 iterations"
+    assert table.target == 0.3 and table.target_source == "best of stock_full: iteration 4 of 4"
     up = {r.method: r for r in table.upper}
     assert (up["stock_full"].iterations, up["stock_full"].asri, up["stock_full"].seconds) == (4, 1.0, 4.0)
     assert (up["stock_goss"].iterations, up["stock_goss"].seconds) == (4, 2.5)
@@ -84,6 +84,60 @@ def test_table_on_hand_made_records_lower_is_better():
     assert rows[5][0] == "**best quality**"
     assert [r[0] for r in rows[6:]] == ["stock_full", "stock_goss", "fo", "bad"]
     assert rows[8][2:6] == ["0.2500", "4", "0.2500", "0.800"]
+
+
+def test_target_is_the_best_of_a_long_run_or_its_final_quality():
+    # stock full overfits after iteration 3: its best (0.30) is the fair target, not its final 0.34
+    records = [
+        rec("stock_full", "stock_full", [0.6, 0.4, 0.30, 0.32, 0.34], [1] * 5, [1.0] * 5),
+        rec("fo", "first_order", [0.7, 0.5, 0.40, 0.33, 0.31, 0.305], [0.1] * 6, [0.25] * 6),
+    ]
+    curves = mean_curves(records)
+    best = build_table("e", "m", False, curves, tolerance=0.01)
+    assert best.target == 0.30 and best.target_source == "best of stock_full: iteration 3 of 5"
+    up = {r.method: r for r in best.upper}
+    assert up["stock_full"].iterations == 3 and up["fo"].iterations == 5  # 0.31 <= 0.30 + 0.01
+    assert up["fo"].seconds == pytest.approx(1.25) and up["fo"].speedup_full == pytest.approx(3.0 / 1.25)
+    text = to_markdown(best)
+    assert "Target: m 0.3 (best of stock_full: iteration 3 of 5); a method reaches it at <= 0.31 (tolerance 0.01)" in text
+    final = build_table("e", "m", False, curves, target_at="final")
+    assert final.target == 0.34 and final.target_source == "stock_full after 5 iterations"
+    assert {r.method: r.iterations for r in final.upper} == {"stock_full": 3, "fo": 4}
+    higher = build_table("e", "m", True, mean_curves([rec("a", "stock_full", [0.5, 0.9, 0.7], [1] * 3, [1] * 3,
+                                                          higher=True)]), target_at="best")
+    assert higher.target == 0.9
+    with pytest.raises(ValueError, match="target_at must be 'best' or 'final', got 'last'"):
+        build_table("e", "m", False, curves, target_at="last")
+
+
+def test_equal_time_table_reads_each_curve_at_shares_of_stock_fulls_time_to_target():
+    records = [
+        rec("stock_full", "stock_full", [0.6, 0.5, 0.4, 0.3], [1] * 4, [1.0] * 4),  # target 0.3 at 4.0 s
+        rec("fo", "first_order", [0.55, 0.45, 0.35, 0.32, 0.30, 0.29], [0.1] * 6, [0.5] * 6),
+        rec("slow", "uniform", [0.5, 0.4], [0.1] * 2, [1.5, 1.5]),
+        rec("late", "mvs", [0.2], [0.1], [2.5]),
+    ]
+    table = build_table("e", "m", False, mean_curves(records), equal_time_shares=(0.25, 0.5, 1.0))
+    et = table.equal_time
+    assert et.reference == "stock_full" and et.seconds == 4.0 and et.basis == "its time to the target"
+    assert et.cells["stock_full"] == [(0.6, 1, False), (0.5, 2, False), (0.3, 4, False)]
+    # fo: 0.5 s per iteration -> 2 iterations in 1 s, 4 in 2 s, all 6 (3 s) within 4 s: ended early
+    assert et.cells["fo"] == [(0.45, 2, False), (0.32, 4, False), (0.29, 6, True)]
+    assert et.cells["slow"] == [(None, None, False), (0.5, 1, False), (0.4, 2, True)]
+    assert et.cells["late"] == [(None, None, False), (None, None, False), (0.2, 1, True)]
+    text = to_markdown(table)
+    assert "each method's m after 25% / 50% / 100% of stock_full's training time to the target (4.000 s" in text
+    block = text[text.index("| method | 25%"):]
+    rows = parse_markdown_table(block)
+    assert rows[0] == ["method", "25% (1.000 s)", "50% (2.000 s)", "100% (4.000 s)"]
+    by = {r[0]: r[1:] for r in rows[1:]}
+    assert by["fo"] == ["**0.4500 (2)**", "**0.3200 (4)**", "0.2900 (6, †)"]
+    assert by["late"] == ["—", "—", "**0.2000 (1, †)**"]
+    assert build_table("e", "m", False, mean_curves(records), equal_time_shares=None).equal_time is None
+    # without a stock full the target method is the reference; one that misses the target: its whole time
+    no_full = build_table("e", "m", False, mean_curves(records[1:]), target=0.1, equal_time_shares=(1.0,))
+    assert no_full.equal_time.reference == "fo" and no_full.equal_time.seconds == 3.0
+    assert "misses the target" in no_full.equal_time.basis
 
 
 def test_table_higher_is_better_with_a_number_target_and_no_goss():

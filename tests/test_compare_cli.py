@@ -460,3 +460,82 @@ def test_compare_runs_a_repeated_method_or_experiment_once(tmp_path, capsys, mon
     assert main(["compare", str(path), "--method", "full", "--method", "full", "--experiment", "rank",
                  "--experiment", "rank"]) == 0
     assert calls == [("rank", "full", 0)]
+
+
+# --------------------------------------------------------------------------- issue #9 item 4: fair comparisons
+
+
+BUDGET = """
+output = "out"
+rounds = 6
+seeds = [0]
+progress_seconds = -1
+warmup = false
+tolerance = 0.002
+time_budget = 0.5
+[params]
+learning_rate = 0.2
+num_leaves = 7
+num_threads = 1
+[methods.stock_bagging]
+bagging_fraction = 0.3
+rounds = 400
+[methods.stock_full]
+rounds = 30
+[methods.first_order]
+rate = 0.3
+rounds = 400
+[methods.full]
+time_budget = 100.0
+[[experiments]]
+name = "a9a"
+metric = "binary_logloss"
+data = { source = "bundled", name = "a9a", max_rows = 3000 }
+params = { objective = "binary" }
+method_rounds = { full = 8 }
+"""
+
+
+def test_rounds_per_method_and_time_budgets_against_the_target_methods_time(tmp_path, capsys):
+    path = config(tmp_path, BUDGET)
+    assert main(["compare", str(path)]) == 0
+    folder = tmp_path / "out" / "a9a"
+    saved = json.loads((folder / "records.json").read_text())
+    runs = {r["method"]: r for r in saved["runs"]}
+    # the target method ran first although the config lists it second (budgets need its time);
+    # the records keep the config's order
+    assert "(1/4) a9a stock_full seed 0" in capsys.readouterr().err
+    assert [m["label"] for m in saved["methods"]] == ["stock_bagging", "stock_full", "first_order", "full"]
+    reference = float(np.sum(runs["stock_full"]["seconds"]))
+    assert len(runs["stock_full"]["values"]) == runs["stock_full"]["rounds"] == 30
+    assert runs["full"]["rounds"] == 8 and len(runs["full"]["values"]) == 8  # method_rounds; budget not reached
+    for label in ("stock_bagging", "first_order"):
+        run = runs[label]
+        cumulative = np.cumsum(run["seconds"])
+        budget = 0.5 * reference
+        assert run["rounds"] == 400 and len(run["values"]) < 400
+        # stopped at the first iteration whose training seconds reach the budget, that one kept
+        assert cumulative[-2] < budget <= cumulative[-1]
+        assert f"stopped after {len(run['values'])} of 400 iterations: its time budget" in run["note"]
+    setups = {m["label"]: m for m in saved["methods"]}
+    assert setups["first_order"]["time_budget"] == 0.5 and setups["stock_full"]["time_budget"] is None
+    table = (folder / "table.md").read_text()
+    assert "Target: binary_logloss" in table and "best of stock_full: iteration" in table
+    assert "Quality at equal training time" in table and "| method | 25% (" in table
+
+
+def test_a_budgeted_method_without_the_targets_time_is_refused_before_training(tmp_path, capsys, monkeypatch):
+    path = config(tmp_path, BUDGET)
+    trained = watch_timed_runs(monkeypatch)
+    for command in (["compare", str(path), "--method", "first_order"], ["run", str(path), "--method", "first_order"]):
+        assert main(command) == 2
+        line = one_error_line(capsys)
+        assert "have a 'time_budget', a multiple of the target method 'stock_full''s training time" in line
+        assert "run 'stock_full' too" in line
+    assert trained == []
+    # once the comparison records hold stock_full, both take its time from there
+    monkeypatch.undo()
+    assert main(["compare", str(path), "--method", "stock_full"]) == 0
+    assert main(["run", str(path), "--method", "first_order"]) == 0
+    run = json.loads((tmp_path / "out" / "a9a" / "run_first_order.json").read_text())["runs"][0]
+    assert "its time budget" in run["note"]

@@ -14,7 +14,6 @@ import sys
 import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import replace
 
 import lightgbm as lgb
 
@@ -104,11 +103,10 @@ def preflight(exp: Experiment, data: ExperimentData, methods: Sequence[MethodSpe
         ``[experiments.E] method 'M' cannot train: <LightGBM's or the engine's message>``.
     """
     small = head(data, PREFLIGHT_ROWS)
-    brief = replace(exp, rounds=min(rounds, exp.rounds))
     for method in methods:
         try:
             with _native_stderr_captured():
-                run_method(method, brief, small, method_seeds(method, exp)[0])
+                run_method(method, exp, small, method_seeds(method, exp)[0], rounds=min(rounds, exp.rounds_of(method)))
         except (ValueError, TypeError, lgb.basic.LightGBMError) as exc:
             raise ConfigError(f"[experiments.{exp.name}] method {method.label!r} cannot train: "
                               f"{error_text(exc)}") from None

@@ -1,24 +1,28 @@
 """TOML configs of ``smart-lgbm run|compare``: schema, validation and defaults.
 
 A config is a TOML file; every error names the table and key at fault, e.g.
-``[methods.fo] unknown key 'rat'; accepted: kind, params, rate, rho, seeds``.
+``[methods.fo] unknown key 'rat'; accepted: kind, params, rate, rho, rounds, seeds, time_budget``.
 Relative paths (``output``, data files) are relative to the config file's folder, so a
 config works from any working directory.  ``docs/compare.md`` describes the layout; in short::
 
     output = "../results/quick"   # folder of tables, records and plots
-    rounds = 300                  # boosting rounds (experiments may override)
+    rounds = 300                  # boosting rounds of every method (methods, experiments may override)
     seeds = [0, 1, 2]             # seeds of the methods that sample at random
-    target = "stock_full"         # method whose final quality is the target, or a number
-    tolerance = 0.0               # slack when testing "reaches the target"
+    target = "stock_full"         # method whose quality is the target, or a number
+    target_at = "best"            # the target method's best quality, or its "final" one
+    tolerance = 0.002             # slack when testing "reaches the target"
 
     [params]                      # LightGBM parameters shared by all methods and experiments
     learning_rate = 0.1
     num_leaves = 31
 
     [methods.stock_full]          # label; ``kind`` defaults to the label when it is a kind
+    rounds = 1000                 # a long run: its best quality is the target
     [methods.fo]
     kind = "first_order"
     rate = 0.1
+    rounds = 2000                 # cheaper iterations: more of them
+    time_budget = 1.0             # ... but stop after stock_full's training time
 
     [[experiments]]
     name = "a9a"
@@ -99,14 +103,19 @@ _KIND_KEYS: dict[str, dict[str, tuple[tuple[type, ...], str]]] = {
             "reg": ((int, float, str), "a number >= 0 or \"auto\"")},
     "loss_based": {"rate": (_NUMBER, "a number in (0, 1]"), "rho": (_NUMBER, "a number > 0")},
 }
-_METHOD_COMMON = ("kind", "params", "seeds")
+_METHOD_COMMON = ("kind", "params", "seeds", "rounds", "time_budget")
 
 # Defaults that make stock sampling comparable with the engine's default rate of 0.1.
 _STOCK_DEFAULTS = {"stock_bagging": {"bagging_fraction": 0.1}, "stock_goss": {"top_rate": 0.05, "other_rate": 0.05}}
 
-_TOP_KEYS = ("output", "rounds", "seeds", "target", "tolerance", "metric", "warmup", "progress_seconds", "params",
-             "methods", "experiments")
-_EXPERIMENT_KEYS = ("name", "data", "metric", "rounds", "seeds", "target", "tolerance", "params", "methods")
+_TOP_KEYS = ("output", "rounds", "seeds", "target", "target_at", "tolerance", "time_budget", "equal_time", "metric",
+             "warmup", "progress_seconds", "params", "methods", "experiments")
+_EXPERIMENT_KEYS = ("name", "data", "metric", "rounds", "method_rounds", "seeds", "target", "target_at", "tolerance",
+                    "time_budget", "equal_time", "params", "methods")
+TARGET_AT = ("best", "final")
+#: Default shares of the reference method's time-to-target at which the equal-time table
+#: compares every method's quality.
+EQUAL_TIME = (0.25, 0.5, 1.0)
 
 BUNDLED = ("a9a", "higgs_sample", "rank_sample")
 GENERATORS = ("dense_binary", "mslr_like")
@@ -178,6 +187,10 @@ class MethodSpec:
     options: dict[str, Any] = field(default_factory=dict)
     params: dict[str, Any] = field(default_factory=dict)
     seeds: tuple[int, ...] | None = None
+    #: this method's boosting rounds (None: the experiment's)
+    rounds: int | None = None
+    #: stop once training took this multiple of the target method's training time
+    time_budget: float | None = None
 
     @property
     def is_stock(self) -> bool:
@@ -186,7 +199,13 @@ class MethodSpec:
 
 @dataclass(frozen=True)
 class Experiment:
-    """One data set with everything needed to compare the methods on it."""
+    """One data set with everything needed to compare the methods on it.
+
+    ``rounds`` is the default of every method; a method's own ``rounds`` and the
+    experiment's ``method_rounds`` override it (see :meth:`rounds_of`).  The target is
+    ``target`` (a method label, or a number), by default the first ``stock_full`` method;
+    ``target_at`` says which of that method's qualities: its ``"best"`` or its ``"final"``.
+    """
 
     name: str
     data: DataSpec
@@ -197,6 +216,10 @@ class Experiment:
     params: dict[str, Any]
     methods: tuple[MethodSpec, ...]
     tolerance: float = 0.0
+    target_at: str = "best"
+    method_rounds: dict[str, int] = field(default_factory=dict)
+    time_budget: float | None = None
+    equal_time: tuple[float, ...] = EQUAL_TIME
 
     @property
     def higher_is_better(self) -> bool:
@@ -211,6 +234,29 @@ class Experiment:
     @property
     def labels(self) -> list[str]:
         return [m.label for m in self.methods]
+
+    @property
+    def target_method(self) -> str | None:
+        """Label of the method whose quality is the target (None for a number or no stock_full)."""
+        if isinstance(self.target, str):
+            return self.target
+        if self.target is None:
+            return next((m.label for m in self.methods if m.kind == "stock_full"), None)
+        return None
+
+    def rounds_of(self, method: MethodSpec) -> int:
+        """Boosting rounds of ``method``: ``method_rounds``, else its own ``rounds``, else the experiment's."""
+        return self.method_rounds.get(method.label, method.rounds or self.rounds)
+
+    def budget_of(self, method: MethodSpec) -> float | None:
+        """``method``'s time budget as a multiple of the target method's training time, or None.
+
+        Its own ``time_budget``, else the experiment's; the target method has none (its
+        training time is what budgets are multiples of).
+        """
+        if method.label == self.target_method:
+            return None
+        return method.time_budget if method.time_budget is not None else self.time_budget
 
 
 @dataclass(frozen=True)
@@ -472,7 +518,8 @@ def _method(label: str, value: Any) -> MethodSpec:
     if kind in ENGINE_KINDS:
         _check_sampler(kind, options, where)
     params = _lgb_params(value.get("params", {}), f"{where} params")
-    return MethodSpec(label=label, kind=kind, options=options, params=params, seeds=_seeds(value, where))
+    return MethodSpec(label=label, kind=kind, options=options, params=params, seeds=_seeds(value, where),
+                      rounds=_rounds(value, where, default=None), time_budget=_budget(value, where, None))
 
 
 def _check_sampler(kind: str, options: dict[str, Any], where: str) -> None:
@@ -543,6 +590,58 @@ def _rounds(table: Mapping[str, Any], where: str, default: Any) -> Any:
     return _int(table, "rounds", where, 1, default=default)
 
 
+def _budget(table: Mapping[str, Any], where: str, default: float | None) -> float | None:
+    if "time_budget" not in table:
+        return default
+    value = float(_typed(table, "time_budget", _NUMBER, where, "a number > 0 (a multiple of the target's time)"))
+    if not (math.isfinite(value) and value > 0):
+        raise ConfigError(f"{where} key 'time_budget' must be a finite number > 0 (a multiple of the target method's "
+                          f"training time), got {value!r}")
+    return value
+
+
+def _target_at(table: Mapping[str, Any], where: str, default: str) -> str:
+    return _str(table, "target_at", where, TARGET_AT, default=default)
+
+
+def _equal_time(table: Mapping[str, Any], where: str, default: tuple[float, ...]) -> tuple[float, ...]:
+    if "equal_time" not in table:
+        return default
+    value = table["equal_time"]
+    ok = isinstance(value, list) and value and all(
+        isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and 0 < v <= 100 for v in value)
+    if not ok:
+        raise ConfigError(f"{where} key 'equal_time' must be a non-empty list of numbers in (0, 100] (shares of the "
+                          f"reference method's time to the target, e.g. [0.25, 0.5, 1.0]), got {value!r}")
+    return tuple(sorted({float(v) for v in value}))
+
+
+def _method_rounds(exp: Mapping[str, Any], where: str, labels: list[str]) -> dict[str, int]:
+    value = exp.get("method_rounds", {})
+    if not isinstance(value, dict):
+        raise ConfigTypeError(f"{where} key 'method_rounds' must be a table of method label = rounds, "
+                              f"got {_type_name(value)}")
+    for label in value:
+        if label not in labels:
+            raise ConfigError(f"{where} key 'method_rounds' names {label!r}, which is not one of its methods: "
+                              f"{', '.join(labels)}")
+        _int(value, label, f"{where} method_rounds", 1)
+    return dict(value)
+
+
+def _check_budgets(exp: Experiment, where: str) -> None:
+    """A time budget is a multiple of the target method's time: there must be one."""
+    budgeted = [m.label for m in exp.methods if exp.budget_of(m) is not None]
+    target = exp.target_method
+    if budgeted and target is None:
+        raise ConfigError(f"{where} methods {', '.join(budgeted)} have a 'time_budget', a multiple of the target "
+                          "method's training time, but the target is not a method: set 'target' to a method label")
+    own = [m.label for m in exp.methods if m.label == target and m.time_budget is not None]
+    if own:
+        raise ConfigError(f"[methods.{own[0]}] key 'time_budget' cannot be set on the target method: budgets are "
+                          "multiples of its training time")
+
+
 def parse_config(raw: Mapping[str, Any], base_dir: str | os.PathLike = ".", path: Path | None = None) -> CompareConfig:
     """Validate a config already read from TOML.
 
@@ -576,6 +675,9 @@ def parse_config(raw: Mapping[str, Any], base_dir: str | os.PathLike = ".", path
     target = _target(raw["target"], where) if "target" in raw else None
     metric = _metric(raw["metric"], where) if "metric" in raw else None
     tolerance = _tolerance(raw, where, 0.0)
+    target_at = _target_at(raw, where, "best")
+    time_budget = _budget(raw, where, None)
+    equal_time = _equal_time(raw, where, EQUAL_TIME)
     warmup = _typed(raw, "warmup", (bool,), where, "true or false") if "warmup" in raw else True
     progress = 10.0
     if "progress_seconds" in raw:
@@ -622,11 +724,15 @@ def parse_config(raw: Mapping[str, Any], base_dir: str | os.PathLike = ".", path
         params = {**shared, **_lgb_params(exp.get("params", {}), f"{ewhere} params")}
         exp_rounds = _rounds(exp, ewhere, default=rounds)
         _check_objective(name, exp_metric, params, [methods[m] for m in labels], exp_rounds)
-        experiments.append(Experiment(
+        experiment = Experiment(
             name=name, data=data, metric=exp_metric, rounds=exp_rounds,
             seeds=_seeds(exp, ewhere) or seeds, target=exp_target, params=params,
             methods=tuple(methods[m] for m in labels), tolerance=_tolerance(exp, ewhere, tolerance),
-        ))
+            target_at=_target_at(exp, ewhere, target_at), method_rounds=_method_rounds(exp, ewhere, labels),
+            time_budget=_budget(exp, ewhere, time_budget), equal_time=_equal_time(exp, ewhere, equal_time),
+        )
+        _check_budgets(experiment, ewhere)
+        experiments.append(experiment)
     return CompareConfig(path=path, output=output, experiments=tuple(experiments), progress_seconds=progress,
                          warmup=warmup)
 

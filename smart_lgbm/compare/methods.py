@@ -166,7 +166,7 @@ class _Recorder:
     """
 
     def __init__(self, metric: str, hook: IterationHook | None, seconds: Callable[[], float],
-                 count_trees: bool = False, stop_when_stuck: bool = False) -> None:
+                 count_trees: bool = False, stop_when_stuck: bool = False, budget: float | None = None) -> None:
         # An instance attribute: lightgbm.train and the engine give callbacks without one an order.
         self.order = 5  # after the stock clock (0), before LightGBM's own callbacks (10+)
         self.metric = metric
@@ -176,6 +176,8 @@ class _Recorder:
         self.count_trees = count_trees
         self.stop_when_stuck = stop_when_stuck
         self.trees: list[int] = []
+        self.budget = budget
+        self.over_budget = False
 
     def __call__(self, env: lgb.callback.CallbackEnv) -> None:
         for data_name, eval_name, value, _ in env.evaluation_result_list or []:
@@ -191,6 +193,9 @@ class _Recorder:
             stuck = len(self.trees) > 1 and self.trees[-1] == self.trees[-2]
             if stuck and self.stop_when_stuck:
                 raise lgb.callback.EarlyStopException(env.iteration, env.evaluation_result_list or [])
+        if self.budget is not None and self.seconds() >= self.budget:
+            self.over_budget = True  # this iteration is kept: the budget ran out during it
+            raise lgb.callback.EarlyStopException(env.iteration, env.evaluation_result_list or [])
 
     def kept(self) -> list[bool]:
         """Per iteration: whether it added trees to the model."""
@@ -202,8 +207,10 @@ class _Recorder:
 _NO_SPLIT = "no more leaves that meet the split requirements"
 
 
-def _stopped_note(done: int, rounds: int, unsplittable: bool, engine: bool) -> str:
+def _stopped_note(done: int, rounds: int, unsplittable: bool, engine: bool, budget: float | None = None) -> str:
     """Why a run has ``done`` of ``rounds`` iterations."""
+    if budget is not None:
+        return f"stopped after {done} of {rounds} iterations: its time budget ({budget:.3g} s of training) was used up"
     if not unsplittable:
         return f"stopped after {done} of {rounds} iterations"
     why = "no split met LightGBM's requirements (min_data_in_leaf, min_gain_to_split, ...)"
@@ -234,13 +241,17 @@ def _keep_tree_iterations(record: RunRecord, recorder: _Recorder, seconds: list[
             carried = 0.0
     record.sampling_rate = [r / n_rows for r in rows]
     skipped = len(kept) - sum(kept)
+    notes = []
     if stopped_when_stuck and skipped:
-        record.note = _stopped_note(record.num_iterations, record.rounds, True, engine=False)
+        notes.append(_stopped_note(record.num_iterations, record.rounds, True, engine=False))
     elif skipped:
         trailing = len(kept) - 1 - max((i for i, added in enumerate(kept) if added), default=-1)
-        record.note = (f"{skipped} of {len(kept)} iterations added no tree (no split met LightGBM's requirements on "
-                       "that iteration's rows); their seconds are counted in the next tree's"
-                       + (f", those of the last {trailing} in none" if trailing else ""))
+        notes.append(f"{skipped} of {len(kept)} iterations added no tree (no split met LightGBM's requirements on "
+                     "that iteration's rows); their seconds are counted in the next tree's"
+                     + (f", those of the last {trailing} in none" if trailing else ""))
+    if recorder.over_budget:
+        notes.append(_stopped_note(record.num_iterations, record.rounds, False, engine=False, budget=recorder.budget))
+    record.note = "; ".join(notes)
 
 
 class _StockClock:
@@ -278,14 +289,16 @@ def run_method(
     seed: int,
     on_iteration: IterationHook | None = None,
     on_model: Callable[[lgb.Booster], None] | None = None,
+    rounds: int | None = None,
+    budget_seconds: float | None = None,
 ) -> RunRecord:
-    """Train ``method`` on ``data`` with ``seed`` for ``experiment.rounds`` rounds.
+    """Train ``method`` on ``data`` with ``seed`` for its rounds (or until its time budget is used).
 
     Parameters
     ----------
     method : MethodSpec
     experiment : Experiment
-        Shared parameters, metric and rounds.
+        Shared parameters, metric and rounds (:meth:`Experiment.rounds_of`).
     data : ExperimentData
     seed : int
         LightGBM's ``seed`` (bagging/GOSS draws) and the engine's sampling seed.
@@ -293,6 +306,11 @@ def run_method(
         Progress hook, ``on_iteration(iteration, value, training_seconds_so_far)``.
     on_model : callable, optional
         Called with the trained ``lightgbm.Booster`` (stock or engine) before it is dropped.
+    rounds : int, optional
+        Overrides the method's rounds (the pre-flight run uses a few).
+    budget_seconds : float, optional
+        Stop after the first iteration at which the training seconds reach this (the
+        iteration is kept); the record's note says so.
 
     Returns
     -------
@@ -300,25 +318,27 @@ def run_method(
     """
     params = run_params(method, experiment, seed)
     train_set, valid_set = make_datasets(data)
+    rounds = experiment.rounds_of(method) if rounds is None else rounds
     record = RunRecord(experiment.name, method.label, method.kind, seed, experiment.metric,
-                       experiment.higher_is_better, rounds=experiment.rounds)
+                       experiment.higher_is_better, rounds=rounds)
     wall = time.perf_counter()
     if method.is_stock:
         clock = _StockClock()
         recorder = _Recorder(experiment.metric, on_iteration, clock.total, count_trees=True,
-                             stop_when_stuck=is_deterministic(method, experiment))
-        booster = lgb.train(params, train_set, experiment.rounds, valid_sets=[valid_set],
+                             stop_when_stuck=is_deterministic(method, experiment), budget=budget_seconds)
+        booster = lgb.train(params, train_set, rounds, valid_sets=[valid_set],
                             valid_names=[VALID_NAME], callbacks=[*clock.callbacks, recorder])
         _keep_tree_iterations(record, recorder, clock.seconds, rows_per_tree_iteration(booster),
                               data.train.num_rows, recorder.stop_when_stuck)
     else:
         sampling: dict[str, list[Any]] = {}
-        recorder = _Recorder(experiment.metric, on_iteration, lambda: float(sum(sampling["seconds"])))
+        recorder = _Recorder(experiment.metric, on_iteration, lambda: float(sum(sampling["seconds"])),
+                             budget=budget_seconds)
         recorder.order = 30  # after record_sampling (25), so the hook sees this iteration's seconds
         sampler = make_sampler(method.kind, **method.options)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            booster = engine_train(params, train_set, experiment.rounds, sampler=sampler, valid_sets=[valid_set],
+            booster = engine_train(params, train_set, rounds, sampler=sampler, valid_sets=[valid_set],
                                    valid_names=[VALID_NAME], callbacks=[record_sampling(sampling), recorder])
         unsplittable = False
         for w in caught:  # keep the engine's stop message as the record's note; pass the others on
@@ -329,8 +349,9 @@ def run_method(
         record.values = recorder.values
         record.sampling_rate = [float(r) for r in sampling["sampling_rate"]]
         record.seconds = [float(s) for s in sampling["seconds"]]
-        if record.num_iterations < experiment.rounds:
-            record.note = _stopped_note(record.num_iterations, experiment.rounds, unsplittable, engine=True)
+        if record.num_iterations < rounds:
+            record.note = _stopped_note(record.num_iterations, rounds, unsplittable, engine=True,
+                                        budget=budget_seconds if recorder.over_budget else None)
     record.wall_seconds = time.perf_counter() - wall
     if on_model is not None:
         on_model(booster)

@@ -11,7 +11,13 @@ over seeds of the metric, of the sampling rate and of the seconds.  On that curv
   the cumulative training seconds up to it, and the speed-ups (reference seconds / method
   seconds) against stock full and stock GOSS;
 * lower part: the best metric, the first iteration reaching it, the ASRI and the seconds
-  up to it.
+  up to it;
+* the equal-time table: each method's metric after a share (25%, 50%, 100% by default) of
+  the training time the reference (stock full) needed to reach the target.
+
+The target is a given number, or a method's best (default) or final quality; a run long
+enough to converge gives the paper's "ideal accuracy", and ``tolerance`` states how close
+counts as reaching it.
 
 ASRI (average sampling rate per iteration) = mean over the iterations used of
 (rows the tree was fitted on / training rows).
@@ -80,6 +86,24 @@ class Table:
     full_reference: str | None
     goss_reference: str | None
     notes: dict[str, list[str]] = field(default_factory=dict)
+    equal_time: EqualTime | None = None
+
+
+@dataclass(frozen=True)
+class EqualTime:
+    """Every method's quality after shares of one reference time (the equal-time table).
+
+    ``cells[method]`` holds, per share, ``(value, iteration, ended)``: the metric at the
+    last iteration finished within ``share * seconds`` (None if even the first took
+    longer), and whether the method's run had ended before that time (it could not have
+    gone further).
+    """
+
+    shares: tuple[float, ...]
+    reference: str
+    seconds: float
+    basis: str  # what ``seconds`` is, e.g. "its time to the target"
+    cells: dict[str, list[tuple[float | None, int | None, bool]]]
 
 
 def mean_curves(records: Sequence[Any]) -> list[Curve]:
@@ -179,17 +203,21 @@ def _first_of_kind(curves: Sequence[Curve], kind: str) -> Curve | None:
     return next((c for c in curves if c.kind == kind), None)
 
 
-def resolve_target(curves: Sequence[Curve], target: float | str | None) -> tuple[float, str]:
+def resolve_target(curves: Sequence[Curve], target: float | str | None, at: str = "best",
+                   higher_is_better: bool = False) -> tuple[float, str]:
     """The target quality and a phrase saying where it comes from.
 
-    ``target`` is a number (used as is), a method label (that method's final quality), or
-    None: stock full's final quality (or the first method's when there is no stock full).
+    ``target`` is a number (used as is), a method label, or None: stock full (or the first
+    method when there is no stock full).  Of a method, ``at`` takes its ``"best"`` quality
+    (the first iteration with it) or its ``"final"`` one.
 
     Raises
     ------
     ValueError
-        If ``target`` names a method without results.
+        If ``target`` names a method without results, or ``at`` is neither.
     """
+    if at not in ("best", "final"):
+        raise ValueError(f"at must be 'best' or 'final', got {at!r}")
     if isinstance(target, (int, float)) and not isinstance(target, bool):
         return float(target), "given"
     if target is None:
@@ -201,7 +229,29 @@ def resolve_target(curves: Sequence[Curve], target: float | str | None) -> tuple
         if ref is None:
             raise ValueError(f"target method {target!r} has no results; methods with results: "
                              f"{', '.join(c.method for c in curves)}")
-    return float(ref.values[-1]), f"{ref.method} after {ref.num_iterations} iterations"
+    if at == "final":
+        return float(ref.values[-1]), f"{ref.method} after {ref.num_iterations} iterations"
+    b = best_index(ref.values, higher_is_better)
+    return float(ref.values[b]), f"best of {ref.method}: iteration {b + 1} of {ref.num_iterations}"
+
+
+def equal_time(curves: Sequence[Curve], reference: Curve, seconds: float, basis: str,
+               shares: Sequence[float]) -> EqualTime:
+    """Each curve's metric after ``share * seconds`` of training, for every share.
+
+    The value is that of the last iteration whose cumulative seconds are within the time;
+    None when the first iteration alone took longer.
+    """
+    cells = {}
+    for curve in curves:
+        cumulative = curve.cumulative_seconds
+        row = []
+        for share in shares:
+            n = int(np.searchsorted(cumulative, share * seconds, side="right"))
+            ended = n == curve.num_iterations and bool(cumulative[-1] < share * seconds)
+            row.append((float(curve.values[n - 1]), n, ended) if n else (None, None, False))
+        cells[curve.method] = row
+    return EqualTime(tuple(shares), reference.method, seconds, basis, cells)
 
 
 def _row_at(curve: Curve, index: int | None, value: float | None) -> Row:
@@ -219,6 +269,8 @@ def build_table(
     target: float | str | None = None,
     tolerance: float = 0.0,
     notes: dict[str, list[str]] | None = None,
+    target_at: str = "best",
+    equal_time_shares: Sequence[float] | None = (0.25, 0.5, 1.0),
 ) -> Table:
     """Both parts of the paper's table from the methods' mean curves.
 
@@ -238,14 +290,22 @@ def build_table(
     notes : dict, optional
         :func:`method_notes` of the records: every method in table order, so that methods
         without iterations (no curve) keep a row.
+    target_at : {"best", "final"}, default="best"
+        Which quality of a target method (see :func:`resolve_target`).
+    equal_time_shares : sequence of float or None, default=(0.25, 0.5, 1.0)
+        Shares of the reference's time to the target for the equal-time table (None: no
+        such table).  The reference is stock full, else the target method, else the first
+        method; when it does not reach the target its whole training time is the basis.
 
     Returns
     -------
     Table
     """
+    if target_at not in ("best", "final"):
+        raise ValueError(f"target_at must be 'best' or 'final', got {target_at!r}")
     try:
         target_value: float | None
-        target_value, source = resolve_target(curves, target)
+        target_value, source = resolve_target(curves, target, target_at, higher_is_better)
     except ValueError as exc:
         target_value, source = None, str(exc)
     full = _first_of_kind(curves, "stock_full")
@@ -280,7 +340,28 @@ def build_table(
         lower.append(_row_at(curve, b, float(curve.values[b])))
     return Table(experiment, metric, higher_is_better, target_value, source, tolerance, upper, lower,
                  None if full is None else full.method, None if goss is None else goss.method,
-                 {m: list(lines) for m, lines in (notes or {}).items() if lines})
+                 {m: list(lines) for m, lines in (notes or {}).items() if lines},
+                 _equal_time_table(curves, full, target, target_value, higher_is_better, tolerance,
+                                   equal_time_shares))
+
+
+def _equal_time_table(curves: Sequence[Curve], full: Curve | None, target: float | str | None,
+                      target_value: float | None, higher_is_better: bool, tolerance: float,
+                      shares: Sequence[float] | None) -> EqualTime | None:
+    """The equal-time table against the reference's time to the target (see :func:`build_table`)."""
+    if not shares or not curves:
+        return None
+    reference = full or next((c for c in curves if c.method == target), None) or curves[0]
+    i = None if target_value is None else first_reaching(reference.values, target_value, higher_is_better, tolerance)
+    if i is None:
+        seconds, basis = float(reference.cumulative_seconds[-1]), "its whole training time (it misses the target)"
+    else:
+        seconds, basis = float(reference.cumulative_seconds[i]), "its time to the target"
+    if target_value is None:
+        basis = "its whole training time (no target)"
+    if not seconds > 0:
+        return None
+    return equal_time(curves, reference, seconds, basis, shares)
 
 
 def _fmt(value: float | None, spec: str, missing: str = "—") -> str:
@@ -306,9 +387,11 @@ def to_markdown(table: Table) -> str:
     if table.target is None:
         target_line = f"No target quality: {table.target_source}. Upper part: empty until it has results"
     else:
-        target_line = (f"Target quality {table.target:.6g} ({table.target_source}"
-                       + (f", tolerance {table.tolerance:g}" if table.tolerance else "")
-                       + "). Upper part: first iteration reaching the target")
+        threshold = _threshold(table.target, table.higher_is_better, table.tolerance)
+        target_line = (f"Target: {table.metric} {table.target:.6g} ({table.target_source}); a method reaches it at "
+                       f"{'>=' if table.higher_is_better else '<='} {threshold:.6g}"
+                       + (f" (tolerance {table.tolerance:g})" if table.tolerance else "")
+                       + ". Upper part: first iteration reaching the target")
     lines = [
         f"### {table.experiment}: {table.metric} ({direction})",
         "",
@@ -338,10 +421,40 @@ def to_markdown(table: Table) -> str:
             cells = [row.method, str(row.runs), f"{row.value:.4f}", str(row.iterations), f"{row.asri:.4f}",
                      _seconds(row.seconds)] + [""] * len(refs)
         lines.append("| " + " | ".join(cells) + " |")
+    if table.equal_time is not None:
+        lines += ["", *_equal_time_markdown(table.equal_time, table.metric, table.higher_is_better)]
     if table.notes:
         lines += ["", "Notes:"]
         lines += [f"- {method}: {note}" for method, notes in table.notes.items() for note in notes]
     return "\n".join(lines) + "\n"
+
+
+def _equal_time_markdown(et: EqualTime, metric: str, higher_is_better: bool) -> list[str]:
+    """The equal-time table: one column per share of the reference time, best value in bold."""
+    shares = [f"{100 * s:g}%" for s in et.shares]
+    lines = [
+        f"Quality at equal training time: each method's {metric} after {' / '.join(shares)} of {et.reference}'s "
+        f"training time to the target ({_seconds(et.seconds)} s, {et.basis}); the iteration in brackets; "
+        "† = its run had ended before that time; — = its first iteration took longer.",
+        "",
+        "| method | " + " | ".join(f"{share} ({_seconds(s * et.seconds)} s)" for share, s in zip(shares, et.shares))
+        + " |",
+        "|---|" + "---:|" * len(shares),
+    ]
+    best = []
+    for k in range(len(et.shares)):
+        values = [row[k][0] for row in et.cells.values() if row[k][0] is not None]
+        best.append((max(values) if higher_is_better else min(values)) if values else None)
+    for method, row in et.cells.items():
+        cells = []
+        for k, (value, iteration, ended) in enumerate(row):
+            if value is None:
+                cells.append("—")
+                continue
+            text = f"{value:.4f} ({iteration}{', †' if ended else ''})"
+            cells.append(f"**{text}**" if value == best[k] else text)
+        lines.append(f"| {method} | " + " | ".join(cells) + " |")
+    return lines
 
 
 def parse_markdown_table(text: str) -> list[list[str]]:

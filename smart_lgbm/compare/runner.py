@@ -29,7 +29,7 @@ from .io import interrupts_deferred
 from .methods import RunRecord, method_seeds, run_method
 from .progress import Progress
 from .report import Table
-from .store import ExperimentStore, RunStore, check_output_folder, write_summary
+from .store import ExperimentStore, RunStore, budget_reference_seconds, check_output_folder, write_summary
 
 
 @dataclass
@@ -123,11 +123,14 @@ def run_compare(
         if not any(label in exp.labels for exp in chosen):
             known = dict.fromkeys(m for exp in chosen for m in exp.labels)
             raise ConfigError(f"no method {label!r} in the chosen experiments; methods: {', '.join(known)}")
-    plan = [(exp, [m for m in exp.methods if labels is None or m.label in labels]) for exp in chosen]
+    plan = [(exp, _in_order([m for m in exp.methods if labels is None or m.label in labels], exp)) for exp in chosen]
     plan = [(exp, ms) for exp, ms in plan if ms]
     check_output_folder(out, [out / exp.name for exp, _ in plan])
     stores = {exp.name: ExperimentStore(exp, out / exp.name, [m.label for m in ms], overwrite, config.path)
               for exp, ms in plan}
+    for exp, ms in plan:  # budgets need the target's time: from this run, or from the folder
+        if any(exp.budget_of(m) is not None for m in ms) and exp.target_method not in [m.label for m in ms]:
+            budget_reference_seconds(exp, stores[exp.name])
     order = [e.name for e in config.experiments]
     results: list[ExperimentResult] = []
     try:
@@ -138,7 +141,7 @@ def run_compare(
             results.append(result)
             data = loaded.pop(exp.name, None) or _load_checked(exp, exp_methods)
             result.data_description = store.data_description = data.description
-            progress.note(f"experiment {exp.name}: {data.description}; {exp.rounds} rounds, metric {exp.metric}")
+            progress.note(f"experiment {exp.name}: {data.description}; metric {exp.metric}")
             _run_methods(exp, exp_methods, data, store, result, progress, out, order)
             progress.note(f"experiment {exp.name}: wrote {store.folder}")
     except KeyboardInterrupt:
@@ -151,16 +154,30 @@ def run_compare(
     return results
 
 
+def _in_order(methods: list[MethodSpec], exp: Experiment) -> list[MethodSpec]:
+    """``methods`` with the target method first when another method's time budget needs its time."""
+    if not any(exp.budget_of(m) is not None for m in methods):
+        return methods
+    return sorted(methods, key=lambda m: m.label != exp.target_method)  # stable: config order otherwise
+
+
+def _budget_seconds(exp: Experiment, method: MethodSpec, store: ExperimentStore) -> float | None:
+    share = exp.budget_of(method)
+    return None if share is None else share * budget_reference_seconds(exp, store)
+
+
 def _run_methods(exp: Experiment, methods: Sequence[MethodSpec], data: ExperimentData, store: ExperimentStore,
                  result: ExperimentResult, progress: Progress, out: Path, order: Sequence[str]) -> None:
     runs = [(m, s) for m in methods for s in method_seeds(m, exp)]
     done = 0
     for method in methods:
         finished = []
+        budget = _budget_seconds(exp, method, store)
         for seed in method_seeds(method, exp):
             done += 1
             label = f"({done}/{len(runs)}) {exp.name} {method.label} seed {seed}"
-            record = run_method(method, exp, data, seed, progress.run_hook(label, exp.rounds, exp.metric))
+            record = run_method(method, exp, data, seed, progress.run_hook(label, exp.rounds_of(method), exp.metric),
+                                budget_seconds=budget)
             progress.run_done(label, record)
             finished.append(record)
         store.add_method(method, finished)
@@ -214,6 +231,9 @@ def run_single(
     plan = [(exp, [exp.method(method)]) for exp in chosen]
     check_output_folder(out, [out / exp.name for exp in chosen])
     stores = {exp.name: RunStore(exp, exp.method(method), out / exp.name, overwrite) for exp in chosen}
+    # a time budget multiplies the target method's time in the comparison records of the folder
+    budgets = {exp.name: None if exp.budget_of(spec) is None else exp.budget_of(spec) * budget_reference_seconds(
+        exp, ExperimentStore(exp, out / exp.name, exp.labels)) for exp, (spec,) in plan}
     records: list[RunRecord] = []
     try:
         loaded = _prepare(plan, config, progress)
@@ -221,12 +241,13 @@ def run_single(
             store = stores[exp.name]
             data = loaded.pop(exp.name, None) or _load_checked(exp, [spec])
             store.data_description = data.description
-            progress.note(f"experiment {exp.name}: {data.description}; {exp.rounds} rounds, metric {exp.metric}")
+            progress.note(f"experiment {exp.name}: {data.description}; {exp.rounds_of(spec)} rounds, "
+                          f"metric {exp.metric}")
             for seed in seed_list or method_seeds(spec, exp):
                 label = f"{exp.name} {spec.label} seed {seed}"
                 models = []
-                record = run_method(spec, exp, data, seed, progress.run_hook(label, exp.rounds, exp.metric),
-                                    on_model=models.append)
+                record = run_method(spec, exp, data, seed, progress.run_hook(label, exp.rounds_of(spec), exp.metric),
+                                    on_model=models.append, budget_seconds=budgets[exp.name])
                 progress.run_done(label, record)
                 store.add_seed(record, models[0].model_to_string())
                 records.append(record)

@@ -75,7 +75,8 @@ def setup_of(exp: Experiment) -> dict[str, Any]:
 
 def method_setup(method: MethodSpec, exp: Experiment) -> dict[str, Any]:
     """What defines one method's runs besides the experiment's setup (and the seed)."""
-    return _plain({"kind": method.kind, "options": method.options, "params": method.params, "rounds": exp.rounds})
+    return _plain({"kind": method.kind, "options": method.options, "params": method.params,
+                   "rounds": exp.rounds_of(method), "time_budget": exp.budget_of(method)})
 
 
 def check_output_folder(out: Path, folders: Sequence[Path] = ()) -> None:
@@ -193,11 +194,15 @@ class ExperimentStore:
         curves = mean_curves(runs)
         # Without a 'target' key the target is the configured stock_full method, also while
         # it has no results yet (then the table has no target rather than another method's).
-        target = self.exp.target
-        if target is None:
-            target = next((m.label for m in self.exp.methods if m.kind == "stock_full"), None)
-        return build_table(self.exp.name, self.exp.metric, self.exp.higher_is_better, curves, target,
-                           self.exp.tolerance, method_notes(runs))
+        exp = self.exp
+        target = exp.target if exp.target is not None else exp.target_method
+        return build_table(exp.name, exp.metric, exp.higher_is_better, curves, target, exp.tolerance,
+                           method_notes(runs), exp.target_at, exp.equal_time)
+
+    def training_seconds(self, label: str) -> float | None:
+        """``label``'s training time in the records (its mean curve's total), None without results."""
+        curve = next((c for c in mean_curves([r for r in self.runs if r.method == label]) if c.method == label), None)
+        return None if curve is None else float(curve.cumulative_seconds[-1])
 
     def table_text(self, table: Table) -> str:
         """``table.md``: the table, its data, and when the methods ran if not all at once."""
@@ -229,6 +234,24 @@ class ExperimentStore:
             write_text(self.folder / TABLE, self.table_text(table))
             plot_curves(mean_curves(runs), exp.metric, exp.name, self.folder, table.target)
         return table
+
+
+def budget_reference_seconds(exp: Experiment, store: ExperimentStore) -> float:
+    """The target method's training time, which ``time_budget`` values multiply.
+
+    Raises
+    ------
+    ConfigError
+        If the records have no run of the target method.
+    """
+    target = exp.target_method
+    seconds = None if target is None else store.training_seconds(target)
+    if seconds is None:
+        budgeted = ", ".join(m.label for m in exp.methods if exp.budget_of(m) is not None)
+        raise ConfigError(f"[experiments.{exp.name}] methods {budgeted} have a 'time_budget', a multiple of the "
+                          f"target method {target!r}'s training time, but {store.folder / RECORDS} has no run of "
+                          f"it: run {target!r} too (smart-lgbm compare --method {target})")
+    return seconds
 
 
 def write_summary(out: Path, order: Sequence[str] = ()) -> Path | None:
