@@ -481,3 +481,43 @@ def test_stock_iterations_that_add_no_tree_are_not_counted_as_iterations(tmp_pat
         assert bag.values[i - 1] == pytest.approx(logloss, rel=1e-9)
     assert len(bag.seconds) == len(bag.sampling_rate) == trees
     assert all(0.05 < r < 0.15 for r in bag.sampling_rate)
+
+
+def test_yahoo_like_data_reach_lightgbm_and_the_engine_as_csr(tmp_path, monkeypatch):
+    import scipy.sparse as sp
+
+    from smart_lgbm.compare import methods
+    from smart_lgbm.compare.data import make_datasets
+
+    path = tmp_path / "c.toml"
+    path.write_text(textwrap.dedent("""
+        rounds = 3
+        [params]
+        num_leaves = 7
+        num_threads = 1
+        [methods.stock_full]
+        [methods.first_order]
+        rate = 0.3
+        [[experiments]]
+        name = "y"
+        metric = "ndcg@10"
+        data = { source = "synthetic", generator = "yahoo_like", n_rows = 4000, seed = 0 }
+        params = { objective = "lambdarank" }
+    """))
+    exp = load_config(path).experiments[0]
+    assert exp.data.n_features == 700  # the generator's default width
+    data = load_data(exp.data)
+    assert sp.isspmatrix_csr(data.train.X) and sp.isspmatrix_csr(data.valid.X) and data.is_ranking
+    assert data.description.startswith("synthetic yahoo_like (n_rows=4000, seed=0)")
+    train, valid = make_datasets(data)
+    assert train.data is data.train.X and valid.data is data.valid.X  # never densified or copied
+    seen = []
+    real = methods.engine_train
+
+    def spy(params, train_set, *args, **kwargs):
+        seen.append(train_set.data)
+        return real(params, train_set, *args, **kwargs)
+
+    monkeypatch.setattr(methods, "engine_train", spy)
+    record = run_method(exp.method("first_order"), exp, data, seed=0)
+    assert seen and seen[0] is data.train.X and record.num_iterations == 3

@@ -118,7 +118,9 @@ TARGET_AT = ("best", "final")
 EQUAL_TIME = (0.25, 0.5, 1.0)
 
 BUNDLED = ("a9a", "higgs_sample", "rank_sample")
-GENERATORS = ("dense_binary", "mslr_like")
+GENERATORS = ("dense_binary", "mslr_like", "yahoo_like")
+#: generator -> (default n_features, minimum n_features)
+_GENERATOR_FEATURES = {"dense_binary": (136, 16), "mslr_like": (136, 4), "yahoo_like": (700, 20)}
 FILE_SOURCES = ("svmlight", "lightgbm", "csv", "parquet")
 SOURCES = ("bundled", "synthetic", *FILE_SOURCES)
 _DATA_KEYS = {
@@ -546,9 +548,9 @@ def _data(value: Any, where: str, base: Path) -> DataSpec:
         generator = _str(value, "generator", where, GENERATORS)
         if "n_rows" not in value:
             raise ConfigError(f"{where} missing key 'n_rows' (the number of rows to generate)")
-        min_features = 16 if generator == "dense_binary" else 4
+        default_features, min_features = _GENERATOR_FEATURES[generator]
         return DataSpec(source, generator=generator, n_rows=_int(value, "n_rows", where, 10),
-                        n_features=_int(value, "n_features", where, min_features, default=136),
+                        n_features=_int(value, "n_features", where, min_features, default=default_features),
                         seed=seed, test_size=test_size, max_rows=max_rows)
     if "train" not in value:
         raise ConfigError(f"{where} missing key 'train' (path of the training file)")

@@ -107,9 +107,12 @@ def _synthetic(spec: DataSpec) -> tuple[Split, Split]:
         # Rows are i.i.d., so the last test_size share is a random split already (and no copy).
         cut = spec.n_rows - min(max(1, int(round(spec.test_size * spec.n_rows))), spec.n_rows - 1)
         return Split(X[:cut], y[:cut]), Split(X[cut:], y[cut:])
-    from ..datasets.synthetic_ranking import make_mslr_like_split
+    if spec.generator == "yahoo_like":  # sparse: CSR all the way to lightgbm.Dataset, never densified
+        from ..datasets.synthetic_sparse_ranking import make_yahoo_like_split as make_split
+    else:
+        from ..datasets.synthetic_ranking import make_mslr_like_split as make_split
 
-    (X, y, g), (Xv, yv, gv) = make_mslr_like_split(spec.n_rows, spec.n_features, spec.seed, spec.test_size)
+    (X, y, g), (Xv, yv, gv) = make_split(spec.n_rows, spec.n_features, spec.seed, spec.test_size)
     return Split(X, y.astype(np.float64), g), Split(Xv, yv.astype(np.float64), gv)
 
 
