@@ -539,3 +539,24 @@ def test_a_budgeted_method_without_the_targets_time_is_refused_before_training(t
     assert main(["run", str(path), "--method", "first_order"]) == 0
     run = json.loads((tmp_path / "out" / "a9a" / "run_first_order.json").read_text())["runs"][0]
     assert "its time budget" in run["note"]
+
+
+def test_retable_remakes_the_table_from_records_at_another_target(tmp_path, capsys, monkeypatch):
+    import runpy
+
+    path = config(tmp_path)
+    assert main(["compare", str(path), "--experiment", "a9a"]) == 0
+    records = tmp_path / "out" / "a9a" / "records.json"
+    table = (tmp_path / "out" / "a9a" / "table.md").read_text()
+    capsys.readouterr()
+    script = str(Path(__file__).resolve().parents[1] / "scripts" / "retable.py")
+    monkeypatch.setattr("sys.argv", ["retable.py", str(records)])
+    runpy.run_path(script, run_name="__main__")
+    # the config's defaults (best of stock_full, no tolerance): the same table as compare's
+    assert capsys.readouterr().out.strip() == table.split("\nData:")[0].strip()
+    monkeypatch.setattr("sys.argv", ["retable.py", str(records), "--target-at", "final", "--tolerance", "0.01",
+                                     "--equal-time", "0.5"])
+    runpy.run_path(script, run_name="__main__")
+    out = capsys.readouterr().out
+    assert "(stock_full after 6 iterations); a method reaches it at <=" in out and "(tolerance 0.01)" in out
+    assert "| method | 50% (" in out

@@ -160,7 +160,7 @@ def test_parquet_without_an_engine_is_refused_clearly(tmp_path):
 def test_shipped_configs_validate():
     root = Path(__file__).resolve().parents[1] / "configs"
     names = sorted(p.name for p in root.glob("*.toml"))
-    assert {"quick.toml", "a9a.toml", "mslr-like.toml", "mslr30k-like.toml", "higgs-like.toml"} <= set(names)
+    assert {"quick.toml", "a9a.toml", "mslr-like.toml", "mslr30k-like.toml", "higgs-like.toml", "yahoo-like.toml"} <= set(names)
     for name in names:
         cfg = load_config(root / name)
         assert cfg.experiments

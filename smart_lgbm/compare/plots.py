@@ -77,7 +77,8 @@ def plot_curves(
     folder : path-like
         Where the PNG files go.
     target : float, optional
-        Drawn as a horizontal line on the metric plots.
+        The value a method must reach to count as reaching the target (the target quality
+        with its tolerance), drawn as a horizontal line on the metric plots.
 
     Returns
     -------

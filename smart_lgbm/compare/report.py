@@ -166,14 +166,15 @@ def method_notes(records: Sequence[Any]) -> dict[str, list[str]]:
 FLOAT_SLACK = 1e-9
 
 
-def _threshold(target: float, higher_is_better: bool, tolerance: float) -> float:
+def reach_threshold(target: float, higher_is_better: bool, tolerance: float) -> float:
+    """The metric value a method must reach (``>=`` or ``<=``) to count as reaching ``target``."""
     slack = tolerance + FLOAT_SLACK * max(1.0, abs(target))
     return target - slack if higher_is_better else target + slack
 
 
 def reaches(value: float, target: float, higher_is_better: bool, tolerance: float = 0.0) -> bool:
     """Whether ``value`` is at least as good as ``target`` (within ``tolerance``)."""
-    threshold = _threshold(target, higher_is_better, tolerance)
+    threshold = reach_threshold(target, higher_is_better, tolerance)
     return value >= threshold if higher_is_better else value <= threshold
 
 
@@ -183,7 +184,7 @@ def first_reaching(values: np.ndarray, target: float, higher_is_better: bool, to
     "At least as good" allows ``tolerance`` (absolute) plus :data:`FLOAT_SLACK` relative.
     """
     values = np.asarray(values, dtype=np.float64)
-    threshold = _threshold(target, higher_is_better, tolerance)
+    threshold = reach_threshold(target, higher_is_better, tolerance)
     hits = np.flatnonzero(values >= threshold if higher_is_better else values <= threshold)
     return int(hits[0]) if hits.size else None
 
@@ -387,7 +388,7 @@ def to_markdown(table: Table) -> str:
     if table.target is None:
         target_line = f"No target quality: {table.target_source}. Upper part: empty until it has results"
     else:
-        threshold = _threshold(table.target, table.higher_is_better, table.tolerance)
+        threshold = reach_threshold(table.target, table.higher_is_better, table.tolerance)
         target_line = (f"Target: {table.metric} {table.target:.6g} ({table.target_source}); a method reaches it at "
                        f"{'>=' if table.higher_is_better else '<='} {threshold:.6g}"
                        + (f" (tolerance {table.tolerance:g})" if table.tolerance else "")

@@ -42,7 +42,7 @@ from .config import ConfigError, Experiment, MethodSpec
 from .io import interrupts_deferred, write_csv, write_json, write_text
 from .methods import RunRecord
 from .plots import plot_curves
-from .report import Table, build_table, mean_curves, method_notes, to_markdown
+from .report import Table, build_table, mean_curves, method_notes, reach_threshold, to_markdown
 
 #: Version of the records layout; records without it (or older) do not say their setup.
 FORMAT = 2
@@ -232,7 +232,9 @@ class ExperimentStore:
             })
             write_csv(self.folder / "records.csv", (row for r in runs for row in r.rows()), CSV_COLUMNS)
             write_text(self.folder / TABLE, self.table_text(table))
-            plot_curves(mean_curves(runs), exp.metric, exp.name, self.folder, table.target)
+            line = None if table.target is None else reach_threshold(table.target, table.higher_is_better,
+                                                                      table.tolerance)
+            plot_curves(mean_curves(runs), exp.metric, exp.name, self.folder, line)
         return table
 
 
