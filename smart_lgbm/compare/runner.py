@@ -231,9 +231,9 @@ def run_single(
     plan = [(exp, [exp.method(method)]) for exp in chosen]
     check_output_folder(out, [out / exp.name for exp in chosen])
     stores = {exp.name: RunStore(exp, exp.method(method), out / exp.name, overwrite) for exp in chosen}
-    # a time budget multiplies the target method's time in the comparison records of the folder
-    budgets = {exp.name: None if exp.budget_of(spec) is None else exp.budget_of(spec) * budget_reference_seconds(
-        exp, ExperimentStore(exp, out / exp.name, exp.labels)) for exp, (spec,) in plan}
+    # a time budget multiplies the target method's time in the folder's comparison records
+    budgets = {exp.name: _budget_seconds(exp, spec, ExperimentStore(exp, out / exp.name, exp.labels))
+               for exp, (spec,) in plan}
     records: list[RunRecord] = []
     try:
         loaded = _prepare(plan, config, progress)

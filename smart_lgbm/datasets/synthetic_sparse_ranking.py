@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from .synthetic_ranking import RankingSplit, _query_sizes
+from .synthetic_ranking import RankingSplit, check_query_and_label_args, labels_from, query_sizes, relevance_of
 
 #: Label shares for grades 0..4: most documents in the middle grades, few "perfect" (4).
 #: Shaped after Yahoo Set 1's skew; an assumption, not its published shares.
@@ -153,15 +153,11 @@ def _generate(n_docs: int, n_features: int, seed: int, test_size: float | None, 
     for name, value, low in (("n_docs", n_docs, 1), ("n_features", n_features, 20)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
             raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
-    if not 1 <= max_query_size <= 10_000:
-        raise ValueError(f"max_query_size must be in [1, 10000] (LightGBM's limit), got {max_query_size}")
-    shares = np.asarray(label_shares, dtype=np.float64)
-    if shares.ndim != 1 or shares.shape[0] < 2 or np.any(shares < 0) or not shares.sum() > 0:
-        raise ValueError(f"label_shares must be >= 2 non-negative numbers, got {label_shares!r}")
+    shares = check_query_and_label_args(max_query_size, label_shares)
 
     setup_seq, chunk_seq = np.random.SeedSequence(seed).spawn(2)
     rng = np.random.default_rng(setup_seq)
-    group = _query_sizes(n_docs, mean_query_size, query_size_sigma, max_query_size, rng)
+    group = query_sizes(n_docs, mean_query_size, query_size_sigma, max_query_size, rng)
     nq = group.shape[0]
     u = rng.normal(0.0, 0.5, nq).astype(np.float32)
     w = rng.uniform(0.5, 1.5, nq).astype(np.float32)
@@ -183,14 +179,10 @@ def _generate(n_docs: int, n_features: int, seed: int, test_size: float | None, 
     for c in range(n_chunks):
         z, q, crng = factors(c)
         lo = c * _CHUNK_ROWS
-        relevance[lo:lo + z.shape[0]] = (
-            w[q] * z[:, 0] + 0.8 * np.tanh(1.5 * z[:, 1]) + 0.5 * z[:, 2] * z[:, 3]
-            + 0.6 * np.maximum(z[:, 4], 0.0) - 0.4 * np.abs(z[:, 5]) + 0.3 * z[:, 6] * ctx[q, 0] + u[q]
-            + noise * crng.standard_normal(z.shape[0], dtype=np.float32)
-        )
+        relevance[lo:lo + z.shape[0]] = relevance_of(z, w[q], u[q], ctx[q, 0],
+                                                     noise * crng.standard_normal(z.shape[0], dtype=np.float32))
         row_nnz[lo:lo + z.shape[0]] = _chunk_mask(design, z, crng).sum(axis=1)
-    cuts = np.quantile(relevance, np.cumsum(shares / shares.sum())[:-1])
-    y = np.searchsorted(cuts, relevance, side="right").astype(np.int32)
+    y = labels_from(relevance, shares)
     del relevance
 
     if test_size is None:
