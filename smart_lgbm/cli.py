@@ -10,8 +10,12 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from ._version import __version__
+
+if TYPE_CHECKING:  # imported lazily at run time (see main)
+    from .compare.report import Table
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -74,9 +78,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     for result in results:
         if result.table is not None:
             print(to_markdown(result.table))
+            _warn_incomplete(result.table)
     out = args.output or config.output
     print(f"results in {out}", file=sys.stderr)
     return 0
+
+
+def _warn_incomplete(table: Table) -> None:
+    """Say on stderr what a finished comparison's table lacks (also in its notes)."""
+    if table.target is None:
+        print(f"smart-lgbm: note: {table.experiment}: no target quality ({table.target_source})", file=sys.stderr)
+    missing = [row.method for row in table.upper if row.runs == 0]
+    if missing:
+        print(f"smart-lgbm: note: {table.experiment}: no iterations for {', '.join(missing)} (see the notes under "
+              "the table)", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -455,7 +455,9 @@ def test_single_leaf_trees_give_a_table_that_shows_every_method(tmp_path, capsys
     assert "- stock_full: stopped after 1 of 5 iterations: no split met LightGBM's requirements" in text
     records = json.loads((folder / "records.json").read_text())
     assert {r["method"] for r in records["runs"]} == set(upper)
-    assert "no iterations: the first iteration's tree could not split" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "no iterations: the first iteration's tree could not split" in err
+    assert "smart-lgbm: note: h: no iterations for full, uniform (see the notes under the table)" in err
 
 
 def test_stock_iterations_that_add_no_tree_are_not_counted_as_iterations(tmp_path):

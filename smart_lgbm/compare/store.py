@@ -16,7 +16,7 @@ Rules (``docs/compare.md``, "Output folders"):
   the same *setup* (data, metric, LightGBM parameters): a method that finishes replaces
   that method's earlier runs; every other method's runs stay.  A method kept from an
   earlier invocation must still be configured as it was run (kind, options, parameters,
-  rounds), or be re-run.
+  rounds, time budget), or be re-run.
 * **Never lost silently.** Records of another setup, of an older format, or unreadable
   are refused before anything trains, unless ``overwrite`` is given; then they are
   replaced when the first new method (or seed) finishes, and not before.
