@@ -1,7 +1,8 @@
 """The ``smart-lgbm`` command: ``run`` one method or ``compare`` all methods of a TOML config.
 
-Exit codes: 0 success, 2 bad command line or config (the message names the key),
-130 interrupted (finished methods' results are kept).
+Exit codes: 0 success, 2 bad command line, config, data, parameters or output folder (one
+line naming the problem, before anything trains), 130 interrupted (finished methods' or
+seeds' results are kept, and the command says which).
 """
 
 from __future__ import annotations
@@ -9,8 +10,12 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from ._version import __version__
+
+if TYPE_CHECKING:  # imported lazily at run time (see main)
+    from .compare.report import Table
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -20,6 +25,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"smart-lgbm {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="{run,compare}")
+    overwrite_help = ("replace results in the output folder that new runs cannot be merged into "
+                      "(another setup, an older format); without it such a folder is refused")
 
     run = sub.add_parser("run", help="train one method of a config and write its records and models")
     run.add_argument("config", help="TOML config file (see docs/compare.md)")
@@ -27,12 +34,15 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--experiment", action="append", help="only this experiment (repeatable)")
     run.add_argument("--seed", type=int, action="append", help="only this seed (repeatable)")
     run.add_argument("--output", help="output folder (overrides the config's 'output')")
+    run.add_argument("--overwrite", action="store_true", help=overwrite_help)
 
     cmp_ = sub.add_parser("compare", help="train every method and write records, the table and plots")
     cmp_.add_argument("config", help="TOML config file (see docs/compare.md)")
-    cmp_.add_argument("--method", action="append", help="only this method label (repeatable)")
+    cmp_.add_argument("--method", action="append", help="only this method label (repeatable); the other "
+                      "methods' results already in the output folder are kept")
     cmp_.add_argument("--experiment", action="append", help="only this experiment (repeatable)")
     cmp_.add_argument("--output", help="output folder (overrides the config's 'output')")
+    cmp_.add_argument("--overwrite", action="store_true", help=overwrite_help)
     return parser
 
 
@@ -41,6 +51,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     # Imported here so that --help and --version answer without loading LightGBM and numba.
     from .compare import ConfigError, load_config, run_compare, run_single
+    from .compare.config import error_text
 
     try:
         config = load_config(args.config)
@@ -51,23 +62,36 @@ def main(argv: Sequence[str] | None = None) -> int:
                 if len(labels) != 1:
                     raise ConfigError(f"--method is needed: the config has methods {', '.join(labels)}")
                 method = labels[0]
-            run_single(config, method, experiments=args.experiment, seeds=args.seed, output=args.output)
+            run_single(config, method, experiments=args.experiment, seeds=args.seed, output=args.output,
+                       overwrite=args.overwrite)
             results = []
         else:
-            results = run_compare(config, methods=args.method, experiments=args.experiment, output=args.output)
+            results = run_compare(config, methods=args.method, experiments=args.experiment, output=args.output,
+                                  overwrite=args.overwrite)
     except ConfigError as exc:
-        print(f"smart-lgbm: error: {exc}", file=sys.stderr)
+        print(f"smart-lgbm: error: {error_text(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        return 130
+        return 130  # the runner has said what it kept
     from .compare.report import to_markdown
 
     for result in results:
         if result.table is not None:
             print(to_markdown(result.table))
+            _warn_incomplete(result.table)
     out = args.output or config.output
     print(f"results in {out}", file=sys.stderr)
     return 0
+
+
+def _warn_incomplete(table: Table) -> None:
+    """Say on stderr what a finished comparison's table lacks (also in its notes)."""
+    if table.target is None:
+        print(f"smart-lgbm: note: {table.experiment}: no target quality ({table.target_source})", file=sys.stderr)
+    missing = [row.method for row in table.upper if row.runs == 0]
+    if missing:
+        print(f"smart-lgbm: note: {table.experiment}: no iterations for {', '.join(missing)} (see the notes under "
+              "the table)", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -59,7 +59,7 @@ def test_table_on_hand_made_records_lower_is_better():
     curves = mean_curves(records)
     assert [c.method for c in curves] == ["stock_full", "stock_goss", "fo", "bad"]
     table = build_table("e", "m", False, curves)
-    assert table.target == 0.3 and table.target_source == "stock_full after 4 iterations"
+    assert table.target == 0.3 and table.target_source == "best of stock_full: iteration 4 of 4"
     up = {r.method: r for r in table.upper}
     assert (up["stock_full"].iterations, up["stock_full"].asri, up["stock_full"].seconds) == (4, 1.0, 4.0)
     assert (up["stock_goss"].iterations, up["stock_goss"].seconds) == (4, 2.5)
@@ -86,6 +86,60 @@ def test_table_on_hand_made_records_lower_is_better():
     assert rows[8][2:6] == ["0.2500", "4", "0.2500", "0.800"]
 
 
+def test_target_is_the_best_of_a_long_run_or_its_final_quality():
+    # stock full overfits after iteration 3: its best (0.30) is the fair target, not its final 0.34
+    records = [
+        rec("stock_full", "stock_full", [0.6, 0.4, 0.30, 0.32, 0.34], [1] * 5, [1.0] * 5),
+        rec("fo", "first_order", [0.7, 0.5, 0.40, 0.33, 0.31, 0.305], [0.1] * 6, [0.25] * 6),
+    ]
+    curves = mean_curves(records)
+    best = build_table("e", "m", False, curves, tolerance=0.01)
+    assert best.target == 0.30 and best.target_source == "best of stock_full: iteration 3 of 5"
+    up = {r.method: r for r in best.upper}
+    assert up["stock_full"].iterations == 3 and up["fo"].iterations == 5  # 0.31 <= 0.30 + 0.01
+    assert up["fo"].seconds == pytest.approx(1.25) and up["fo"].speedup_full == pytest.approx(3.0 / 1.25)
+    text = to_markdown(best)
+    assert "Target: m 0.3 (best of stock_full: iteration 3 of 5); a method reaches it at <= 0.31 (tolerance 0.01)" in text
+    final = build_table("e", "m", False, curves, target_at="final")
+    assert final.target == 0.34 and final.target_source == "stock_full after 5 iterations"
+    assert {r.method: r.iterations for r in final.upper} == {"stock_full": 3, "fo": 4}
+    higher = build_table("e", "m", True, mean_curves([rec("a", "stock_full", [0.5, 0.9, 0.7], [1] * 3, [1] * 3,
+                                                          higher=True)]), target_at="best")
+    assert higher.target == 0.9
+    with pytest.raises(ValueError, match="target_at must be 'best' or 'final', got 'last'"):
+        build_table("e", "m", False, curves, target_at="last")
+
+
+def test_equal_time_table_reads_each_curve_at_shares_of_stock_fulls_time_to_target():
+    records = [
+        rec("stock_full", "stock_full", [0.6, 0.5, 0.4, 0.3], [1] * 4, [1.0] * 4),  # target 0.3 at 4.0 s
+        rec("fo", "first_order", [0.55, 0.45, 0.35, 0.32, 0.30, 0.29], [0.1] * 6, [0.5] * 6),
+        rec("slow", "uniform", [0.5, 0.4], [0.1] * 2, [1.5, 1.5]),
+        rec("late", "mvs", [0.2], [0.1], [2.5]),
+    ]
+    table = build_table("e", "m", False, mean_curves(records), equal_time_shares=(0.25, 0.5, 1.0))
+    et = table.equal_time
+    assert et.reference == "stock_full" and et.seconds == 4.0 and et.basis == "its time to the target"
+    assert et.cells["stock_full"] == [(0.6, 1, False), (0.5, 2, False), (0.3, 4, False)]
+    # fo: 0.5 s per iteration -> 2 iterations in 1 s, 4 in 2 s, all 6 (3 s) within 4 s: ended early
+    assert et.cells["fo"] == [(0.45, 2, False), (0.32, 4, False), (0.29, 6, True)]
+    assert et.cells["slow"] == [(None, None, False), (0.5, 1, False), (0.4, 2, True)]
+    assert et.cells["late"] == [(None, None, False), (None, None, False), (0.2, 1, True)]
+    text = to_markdown(table)
+    assert "each method's m after 25% / 50% / 100% of stock_full's training time to the target (4.000 s" in text
+    block = text[text.index("| method | 25%"):]
+    rows = parse_markdown_table(block)
+    assert rows[0] == ["method", "25% (1.000 s)", "50% (2.000 s)", "100% (4.000 s)"]
+    by = {r[0]: r[1:] for r in rows[1:]}
+    assert by["fo"] == ["**0.4500 (2)**", "**0.3200 (4)**", "0.2900 (6, †)"]
+    assert by["late"] == ["—", "—", "**0.2000 (1, †)**"]
+    assert build_table("e", "m", False, mean_curves(records), equal_time_shares=None).equal_time is None
+    # without a stock full the target method is the reference; one that misses the target: its whole time
+    no_full = build_table("e", "m", False, mean_curves(records[1:]), target=0.1, equal_time_shares=(1.0,))
+    assert no_full.equal_time.reference == "fo" and no_full.equal_time.seconds == 3.0
+    assert "misses the target" in no_full.equal_time.basis
+
+
 def test_table_higher_is_better_with_a_number_target_and_no_goss():
     records = [
         rec("stock_full", "stock_full", [0.70, 0.74, 0.73], [1, 1, 1], [2, 2, 2], higher=True),
@@ -105,8 +159,13 @@ def test_target_from_a_named_method_and_missing_method():
     records = [rec("a", "full", [0.5, 0.4], [1, 1], [1, 1]), rec("b", "uniform", [0.45, 0.41], [0.1, 0.1], [1, 1])]
     table = build_table("e", "m", False, mean_curves(records), target="b")
     assert table.target == 0.41 and [r.iterations for r in table.upper] == [2, 2]
-    with pytest.raises(ValueError, match="target method 'zz' has no results"):
-        build_table("e", "m", False, mean_curves(records), target="zz")
+    # a target method without results (e.g. interrupted before it finished) leaves the
+    # table without a target, saying why, instead of failing (or keeping an old table)
+    table = build_table("e", "m", False, mean_curves(records), target="zz")
+    assert table.target is None and "target method 'zz' has no results" in table.target_source
+    rows = parse_markdown_table(to_markdown(table))
+    assert [r[2] for r in rows[1:3]] == ["—", "—"] and [r[2] for r in rows[4:6]] == ["0.4000", "0.4100"]
+    assert "No target quality: target method 'zz' has no results" in to_markdown(table)
 
 
 # --------------------------------------------------------------------------- atomic files
@@ -338,3 +397,129 @@ def test_run_writes_records_and_a_model_that_reproduces_them(tmp_path, capsys):
     p = booster.predict(valid.X)
     logloss = -np.mean(valid.y * np.log(p) + (1 - valid.y) * np.log(1 - p))
     assert logloss == pytest.approx(run["values"][-1], rel=1e-9)
+
+
+# --------------------------------------------------------------------------- single-leaf trees (issue #12 item 7)
+
+
+SPLITLESS = """
+output = "out"
+rounds = 5
+seeds = [0]
+progress_seconds = -1
+[params]
+learning_rate = 0.2
+num_leaves = 7
+num_threads = 1
+{extra}
+[methods.stock_full]
+[methods.stock_bagging]
+bagging_fraction = 0.5
+[methods.stock_goss]
+[methods.full]
+[methods.uniform]
+rate = 0.5
+[[experiments]]
+name = "h"
+metric = "binary_logloss"
+data = {data}
+params = {{ objective = "binary" }}
+"""
+
+
+@pytest.mark.parametrize(
+    "extra, data",
+    [
+        ("min_data_in_leaf = 4000", '{ source = "bundled", name = "higgs_sample" }'),  # above the 2000-row warm-up
+        ("", '{ source = "bundled", name = "higgs_sample", max_rows = 3 }'),  # tiny data
+        ("min_gain_to_split = 1e9", '{ source = "bundled", name = "higgs_sample", max_rows = 500 }'),
+        ("min_sum_hessian_in_leaf = 1e9", '{ source = "bundled", name = "higgs_sample", max_rows = 500 }'),
+    ],
+)
+def test_single_leaf_trees_give_a_table_that_shows_every_method(tmp_path, capsys, extra, data):
+    from smart_lgbm.cli import main
+
+    path = tmp_path / "c.toml"
+    path.write_text(SPLITLESS.format(extra=extra, data=data))
+    assert main(["compare", str(path)]) == 0
+    folder = tmp_path / "out" / "h"
+    rows = parse_markdown_table((folder / "table.md").read_text())
+    upper = {r[0]: r for r in rows[1:6]}
+    assert set(upper) == {"stock_full", "stock_bagging", "stock_goss", "full", "uniform"}
+    # stock LightGBM keeps a constant first tree, then stops adding trees: one iteration
+    assert upper["stock_full"][3] == "1"
+    # the engine ends a run whose first tree cannot split with no iteration: shown, with the reason
+    assert upper["full"][2] == "no iterations" and upper["uniform"][2] == "no iterations"
+    text = (folder / "table.md").read_text()
+    assert "- full: no iterations: the first iteration's tree could not split" in text
+    assert "- stock_full: stopped after 1 of 5 iterations: no split met LightGBM's requirements" in text
+    records = json.loads((folder / "records.json").read_text())
+    assert {r["method"] for r in records["runs"]} == set(upper)
+    err = capsys.readouterr().err
+    assert "no iterations: the first iteration's tree could not split" in err
+    assert "smart-lgbm: note: h: no iterations for full, uniform (see the notes under the table)" in err
+
+
+def test_stock_iterations_that_add_no_tree_are_not_counted_as_iterations(tmp_path):
+    import lightgbm as lgb
+
+    path = tmp_path / "c.toml"
+    path.write_text(SPLITLESS.format(extra="min_data_in_leaf = 140",
+                                     data='{ source = "bundled", name = "higgs_sample", max_rows = 3000 }')
+                    .replace("rounds = 5", "rounds = 30").replace("bagging_fraction = 0.5", "bagging_fraction = 0.1"))
+    exp = load_config(path).experiments[0]
+    data = load_data(exp.data)
+    boosters: list[lgb.Booster] = []
+    bag = run_method(exp.method("stock_bagging"), exp, data, seed=0, on_model=boosters.append)
+    # with 300-row bags and min_data_in_leaf 140, some bags cannot split: LightGBM skips them
+    trees = boosters[0].num_trees()
+    assert 0 < trees < 30 and bag.num_iterations == trees
+    assert f"{30 - trees} of 30 iterations added no tree" in bag.note
+    # every recorded value is the model's after that many trees, not a skipped iteration's repeat
+    y = data.valid.y
+    for i in range(1, trees + 1):
+        p = boosters[0].predict(data.valid.X, num_iteration=i)
+        logloss = -np.mean(y * np.log(p) + (1 - y) * np.log(1 - p))
+        assert bag.values[i - 1] == pytest.approx(logloss, rel=1e-9)
+    assert len(bag.seconds) == len(bag.sampling_rate) == trees
+    assert all(0.05 < r < 0.15 for r in bag.sampling_rate)
+
+
+def test_yahoo_like_data_reach_lightgbm_and_the_engine_as_csr(tmp_path, monkeypatch):
+    import scipy.sparse as sp
+
+    from smart_lgbm.compare import methods
+    from smart_lgbm.compare.data import make_datasets
+
+    path = tmp_path / "c.toml"
+    path.write_text(textwrap.dedent("""
+        rounds = 3
+        [params]
+        num_leaves = 7
+        num_threads = 1
+        [methods.stock_full]
+        [methods.first_order]
+        rate = 0.3
+        [[experiments]]
+        name = "y"
+        metric = "ndcg@10"
+        data = { source = "synthetic", generator = "yahoo_like", n_rows = 4000, seed = 0 }
+        params = { objective = "lambdarank" }
+    """))
+    exp = load_config(path).experiments[0]
+    assert exp.data.n_features == 700  # the generator's default width
+    data = load_data(exp.data)
+    assert sp.isspmatrix_csr(data.train.X) and sp.isspmatrix_csr(data.valid.X) and data.is_ranking
+    assert data.description.startswith("synthetic yahoo_like (n_rows=4000, seed=0)")
+    train, valid = make_datasets(data)
+    assert train.data is data.train.X and valid.data is data.valid.X  # never densified or copied
+    seen = []
+    real = methods.engine_train
+
+    def spy(params, train_set, *args, **kwargs):
+        seen.append(train_set.data)
+        return real(params, train_set, *args, **kwargs)
+
+    monkeypatch.setattr(methods, "engine_train", spy)
+    record = run_method(exp.method("first_order"), exp, data, seed=0)
+    assert seen and seen[0] is data.train.X and record.num_iterations == 3

@@ -60,7 +60,7 @@ def test_valid_config_is_read_with_defaults(tmp_path):
 
 def test_unknown_method_key_names_table_key_and_accepted(tmp_path):
     path = write(tmp_path, BASE.replace("rate = 0.2", "rat = 0.2"))
-    with pytest.raises(ValueError, match=r"\[methods\.fo\] unknown key 'rat'; accepted: kind, params, rate, rho, seeds"):
+    with pytest.raises(ValueError, match=r"\[methods\.fo\] unknown key 'rat'; accepted: kind, params, rate, rho, rounds, seeds, time_budget"):
         load_config(path)
 
 
@@ -160,9 +160,55 @@ def test_parquet_without_an_engine_is_refused_clearly(tmp_path):
 def test_shipped_configs_validate():
     root = Path(__file__).resolve().parents[1] / "configs"
     names = sorted(p.name for p in root.glob("*.toml"))
-    assert {"quick.toml", "a9a.toml", "mslr-like.toml", "mslr30k-like.toml", "higgs-like.toml"} <= set(names)
+    assert {"quick.toml", "a9a.toml", "mslr-like.toml", "mslr30k-like.toml", "higgs-like.toml", "yahoo-like.toml"} <= set(names)
     for name in names:
         cfg = load_config(root / name)
         assert cfg.experiments
     quick = load_config(root / "quick.toml")
     assert [e.name for e in quick.experiments] == ["a9a", "rank-sample"]
+
+
+def test_rounds_per_method_and_per_experiment(tmp_path):
+    text = BASE.replace('kind = "first_order"', 'kind = "first_order"\nrounds = 40').replace(
+        'params = { objective = "binary", sigmoid = 2.0 }',
+        'params = { objective = "binary", sigmoid = 2.0 }\nmethod_rounds = { stock_goss = 7 }')
+    exp = load_config(write(tmp_path, text)).experiments[0]
+    assert [exp.rounds_of(m) for m in exp.methods] == [5, 7, 40]
+    assert exp.target_at == "best" and exp.equal_time == (0.25, 0.5, 1.0)
+    with pytest.raises(ValueError, match=r"key 'method_rounds' names 'nope', which is not one of its methods"):
+        load_config(write(tmp_path, text.replace("stock_goss = 7", "nope = 7")))
+    with pytest.raises(ValueError, match=r"method_rounds key 'stock_goss' must be an integer >= 1, got 0"):
+        load_config(write(tmp_path, text.replace("stock_goss = 7", "stock_goss = 0")))
+
+
+def test_time_budgets_multiply_the_target_methods_time(tmp_path):
+    text = BASE.replace("seeds = [0, 1]", "seeds = [0, 1]\ntime_budget = 1.5").replace(
+        'kind = "first_order"', 'kind = "first_order"\ntime_budget = 0.5')
+    exp = load_config(write(tmp_path, text)).experiments[0]
+    # the default target is stock_full: it has no budget; the others the experiment's or their own
+    assert exp.target_method == "stock_full"
+    assert [exp.budget_of(m) for m in exp.methods] == [None, 1.5, 0.5]
+    with pytest.raises(ValueError, match=r"have a 'time_budget', a multiple of the target method's training time, "
+                                         r"but the target is not a method"):
+        load_config(write(tmp_path, text.replace("seeds = [0, 1]", "seeds = [0, 1]\ntarget = 0.3")))
+    with pytest.raises(ValueError, match=r"\[methods.stock_full\] key 'time_budget' cannot be set on the target"):
+        load_config(write(tmp_path, text.replace("[methods.stock_full]", "[methods.stock_full]\ntime_budget = 2")))
+    with pytest.raises(ValueError, match=r"key 'time_budget' must be a finite number > 0"):
+        load_config(write(tmp_path, text.replace("time_budget = 0.5", "time_budget = -1")))
+
+
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ('target_at = "last"', r"\[config\] key 'target_at' is 'last'; accepted values: best, final"),
+        ("equal_time = []", r"key 'equal_time' must be a non-empty list of numbers in \(0, 100\]"),
+        ("equal_time = [0.5, -1]", r"key 'equal_time' must be a non-empty list"),
+        ("equal_time = 0.5", r"key 'equal_time' must be a non-empty list"),
+    ],
+)
+def test_target_at_and_equal_time_are_checked(tmp_path, line, message):
+    with pytest.raises(ValueError, match=message):
+        load_config(write(tmp_path, BASE.replace("seeds = [0, 1]", f"seeds = [0, 1]\n{line}")))
+    ok = load_config(write(tmp_path, BASE.replace("seeds = [0, 1]", 'seeds = [0, 1]\ntarget_at = "final"\n'
+                                                  "equal_time = [1, 0.5, 0.5]"))).experiments[0]
+    assert ok.target_at == "final" and ok.equal_time == (0.5, 1.0)

@@ -1,4 +1,4 @@
-"""Ranking data readers and the MSLR-like generator."""
+"""Ranking data readers and the MSLR-like and Yahoo-like (sparse) generators."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import gzip
 import lightgbm as lgb
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 from smart_lgbm.datasets import (
     load_lightgbm_ranking,
@@ -14,6 +15,8 @@ from smart_lgbm.datasets import (
     load_svmlight_ranking,
     make_mslr_like,
     make_mslr_like_split,
+    make_yahoo_like,
+    make_yahoo_like_split,
     train_test_split_by_query,
 )
 from smart_lgbm.datasets.ranking import group_from_qid
@@ -84,6 +87,17 @@ def test_rank_sample_matches_lightgbm_example():
     assert y[0] == 0 and X[0, 10] == pytest.approx(0.89)
 
 
+def _ndcg_curve(train_split, test_split, rounds: int = 20) -> list[float]:
+    """Validation NDCG@10 per round of stock LambdaMART trained on a generator's split."""
+    (X, y, g), (Xt, yt, gt) = train_split, test_split
+    record: dict = {}
+    train = lgb.Dataset(X, y, group=g)
+    lgb.train({"objective": "lambdarank", "eval_at": [10], "verbose": -1, "num_threads": 1},
+              train, rounds, valid_sets=[lgb.Dataset(Xt, yt, group=gt, reference=train)],
+              valid_names=["v"], callbacks=[lgb.record_evaluation(record)])
+    return record["v"]["ndcg@10"]
+
+
 def test_mslr_like_shape_labels_and_queries():
     X, y, group = make_mslr_like(n_docs=60_000, n_features=40, seed=3)
     assert X.dtype == np.float32 and X.shape == (60_000, 40) and X.flags.c_contiguous
@@ -109,12 +123,7 @@ def test_mslr_like_is_seeded_and_learnable():
         np.testing.assert_array_equal(u, v)
     assert not np.array_equal(a[0], c[0])
     (X, y, g), (Xt, yt, gt) = make_mslr_like_split(n_docs=30_000, n_features=30, seed=0, test_size=0.3)
-    record: dict = {}
-    train = lgb.Dataset(X, y, group=g)
-    lgb.train({"objective": "lambdarank", "eval_at": [10], "verbose": -1, "num_threads": 1},
-              train, 20, valid_sets=[lgb.Dataset(Xt, yt, group=gt, reference=train)],
-              valid_names=["v"], callbacks=[lgb.record_evaluation(record)])
-    curve = record["v"]["ndcg@10"]
+    curve = _ndcg_curve((X, y, g), (Xt, yt, gt))
     assert curve[-1] > curve[0] + 0.02 and curve[-1] > 0.6
 
 
@@ -148,3 +157,49 @@ def test_generator_rejects_bad_arguments():
         make_mslr_like(n_docs=100, n_features=2)
     with pytest.raises(ValueError, match="max_query_size"):
         make_mslr_like(n_docs=100, max_query_size=20_000)
+
+
+def test_yahoo_like_is_sparse_csr_shaped_like_set_1():
+    X, y, group = make_yahoo_like(n_docs=40_000, seed=3)
+    assert isinstance(X, sp.csr_matrix) and X.shape == (40_000, 700)
+    assert X.dtype == np.float32 and X.indices.dtype == np.int32 and X.has_sorted_indices
+    density = X.nnz / (X.shape[0] * X.shape[1])
+    assert 0.10 < density < 0.25  # mostly zero, as Yahoo's features
+    assert X.data.min() > 0 and X.data.max() < 1  # present values in (0, 1), absent ones not stored
+    used = np.diff(X.tocsc().indptr) > 0
+    assert 0.65 < used.mean() < 0.85  # about a quarter of the features never set (Set 1 uses 519 of 700)
+    assert y.dtype == np.int32 and set(np.unique(y)) == {0, 1, 2, 3, 4}
+    np.testing.assert_allclose(np.bincount(y) / y.size, [0.24, 0.37, 0.26, 0.09, 0.04], atol=2e-3)
+    assert group.sum() == 40_000 and 21 < group.mean() < 27 and group.max() <= 140
+
+
+def test_yahoo_like_is_seeded_and_its_split_is_a_slice_of_the_whole():
+    X, y, g = make_yahoo_like(n_docs=20_000, n_features=60, seed=1)
+    X2, y2, g2 = make_yahoo_like(n_docs=20_000, n_features=60, seed=1)
+    for a, b in ((X.data, X2.data), (X.indices, X2.indices), (X.indptr, X2.indptr), (y, y2), (g, g2)):
+        np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(make_yahoo_like(n_docs=20_000, n_features=60, seed=2)[1], y)
+    (Xa, ya, ga), (Xb, yb, gb) = make_yahoo_like_split(n_docs=20_000, n_features=60, seed=1, test_size=0.25)
+    assert isinstance(Xa, sp.csr_matrix) and isinstance(Xb, sp.csr_matrix)
+    cut = Xa.shape[0]
+    assert cut == ga.sum() and Xb.shape[0] == gb.sum() and np.array_equal(np.r_[ga, gb], g)
+    assert (Xa != X[:cut]).nnz == 0 and (Xb != X[cut:]).nnz == 0
+    np.testing.assert_array_equal(np.r_[ya, yb], y)
+    assert abs(gb.size / g.size - 0.25) < 0.01
+
+
+def test_yahoo_like_labels_are_learnable_from_sparse_features():
+    (X, y, g), (Xt, yt, gt) = make_yahoo_like_split(n_docs=20_000, seed=0, test_size=0.25)
+    curve = _ndcg_curve((X, y, g), (Xt, yt, gt))
+    assert curve[-1] > curve[0] + 0.02 and curve[-1] > 0.75
+
+
+def test_yahoo_like_rejects_bad_arguments():
+    with pytest.raises(ValueError, match="n_features must be an integer >= 20"):
+        make_yahoo_like(n_docs=100, n_features=5)
+    with pytest.raises(ValueError, match="n_docs must be an integer >= 1"):
+        make_yahoo_like(n_docs=0)
+    with pytest.raises(ValueError, match="test_size must be in"):
+        make_yahoo_like_split(n_docs=100, test_size=1.0)
+    with pytest.raises(TypeError, match="unexpected keyword arguments"):
+        make_yahoo_like_split(n_docs=100, mean_size=3)

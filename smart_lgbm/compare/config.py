@@ -1,24 +1,28 @@
 """TOML configs of ``smart-lgbm run|compare``: schema, validation and defaults.
 
 A config is a TOML file; every error names the table and key at fault, e.g.
-``[methods.fo] unknown key 'rat'; accepted: kind, params, rate, rho, seeds``.
+``[methods.fo] unknown key 'rat'; accepted: kind, params, rate, rho, rounds, seeds, time_budget``.
 Relative paths (``output``, data files) are relative to the config file's folder, so a
 config works from any working directory.  ``docs/compare.md`` describes the layout; in short::
 
     output = "../results/quick"   # folder of tables, records and plots
-    rounds = 300                  # boosting rounds (experiments may override)
+    rounds = 300                  # boosting rounds of every method (methods, experiments may override)
     seeds = [0, 1, 2]             # seeds of the methods that sample at random
-    target = "stock_full"         # method whose final quality is the target, or a number
-    tolerance = 0.0               # slack when testing "reaches the target"
+    target = "stock_full"         # method whose quality is the target, or a number
+    target_at = "best"            # the target method's best quality, or its "final" one
+    tolerance = 0.002             # slack when testing "reaches the target"
 
     [params]                      # LightGBM parameters shared by all methods and experiments
     learning_rate = 0.1
     num_leaves = 31
 
     [methods.stock_full]          # label; ``kind`` defaults to the label when it is a kind
+    rounds = 1000                 # a long run: its best quality is the target
     [methods.fo]
     kind = "first_order"
     rate = 0.1
+    rounds = 2000                 # cheaper iterations: more of them
+    time_budget = 1.0             # ... but stop after stock_full's training time
 
     [[experiments]]
     name = "a9a"
@@ -61,6 +65,16 @@ class ConfigFileError(ConfigError, FileNotFoundError):
     """A file named in a config does not exist; the message names the key."""
 
 
+def error_text(exc: BaseException) -> str:
+    """An exception's message as one line for ``smart-lgbm: error: ...``.
+
+    Newlines are folded (file readers and LightGBM end messages with them) and LightGBM's
+    C++ source location (`` at .../config_auto.cpp, line 344 .``) is dropped.
+    """
+    text = re.sub(r"\s+at \S+\.(?:cpp|hpp|h), line \d+\s*\.?", "", str(exc))
+    return " ".join(text.split()) or type(exc).__name__
+
+
 # --------------------------------------------------------------------------- schema
 
 #: Method kinds: stock LightGBM (``lightgbm.train``) and engine samplers (``smart_lgbm.train``).
@@ -89,17 +103,24 @@ _KIND_KEYS: dict[str, dict[str, tuple[tuple[type, ...], str]]] = {
             "reg": ((int, float, str), "a number >= 0 or \"auto\"")},
     "loss_based": {"rate": (_NUMBER, "a number in (0, 1]"), "rho": (_NUMBER, "a number > 0")},
 }
-_METHOD_COMMON = ("kind", "params", "seeds")
+_METHOD_COMMON = ("kind", "params", "seeds", "rounds", "time_budget")
 
 # Defaults that make stock sampling comparable with the engine's default rate of 0.1.
 _STOCK_DEFAULTS = {"stock_bagging": {"bagging_fraction": 0.1}, "stock_goss": {"top_rate": 0.05, "other_rate": 0.05}}
 
-_TOP_KEYS = ("output", "rounds", "seeds", "target", "tolerance", "metric", "warmup", "progress_seconds", "params",
-             "methods", "experiments")
-_EXPERIMENT_KEYS = ("name", "data", "metric", "rounds", "seeds", "target", "tolerance", "params", "methods")
+_TOP_KEYS = ("output", "rounds", "seeds", "target", "target_at", "tolerance", "time_budget", "equal_time", "metric",
+             "warmup", "progress_seconds", "params", "methods", "experiments")
+_EXPERIMENT_KEYS = ("name", "data", "metric", "rounds", "method_rounds", "seeds", "target", "target_at", "tolerance",
+                    "time_budget", "equal_time", "params", "methods")
+TARGET_AT = ("best", "final")
+#: Default shares of the reference method's time-to-target at which the equal-time table
+#: compares every method's quality.
+EQUAL_TIME = (0.25, 0.5, 1.0)
 
 BUNDLED = ("a9a", "higgs_sample", "rank_sample")
-GENERATORS = ("dense_binary", "mslr_like")
+GENERATORS = ("dense_binary", "mslr_like", "yahoo_like")
+#: generator -> (default n_features, minimum n_features)
+_GENERATOR_FEATURES = {"dense_binary": (136, 16), "mslr_like": (136, 4), "yahoo_like": (700, 20)}
 FILE_SOURCES = ("svmlight", "lightgbm", "csv", "parquet")
 SOURCES = ("bundled", "synthetic", *FILE_SOURCES)
 _DATA_KEYS = {
@@ -168,6 +189,10 @@ class MethodSpec:
     options: dict[str, Any] = field(default_factory=dict)
     params: dict[str, Any] = field(default_factory=dict)
     seeds: tuple[int, ...] | None = None
+    #: this method's boosting rounds (None: the experiment's)
+    rounds: int | None = None
+    #: stop once training took this multiple of the target method's training time
+    time_budget: float | None = None
 
     @property
     def is_stock(self) -> bool:
@@ -176,7 +201,13 @@ class MethodSpec:
 
 @dataclass(frozen=True)
 class Experiment:
-    """One data set with everything needed to compare the methods on it."""
+    """One data set with everything needed to compare the methods on it.
+
+    ``rounds`` is the default of every method; a method's own ``rounds`` and the
+    experiment's ``method_rounds`` override it (see :meth:`rounds_of`).  The target is
+    ``target`` (a method label, or a number), by default the first ``stock_full`` method;
+    ``target_at`` says which of that method's qualities: its ``"best"`` or its ``"final"``.
+    """
 
     name: str
     data: DataSpec
@@ -187,6 +218,10 @@ class Experiment:
     params: dict[str, Any]
     methods: tuple[MethodSpec, ...]
     tolerance: float = 0.0
+    target_at: str = "best"
+    method_rounds: dict[str, int] = field(default_factory=dict)
+    time_budget: float | None = None
+    equal_time: tuple[float, ...] = EQUAL_TIME
 
     @property
     def higher_is_better(self) -> bool:
@@ -201,6 +236,29 @@ class Experiment:
     @property
     def labels(self) -> list[str]:
         return [m.label for m in self.methods]
+
+    @property
+    def target_method(self) -> str | None:
+        """Label of the method whose quality is the target (None for a number or no stock_full)."""
+        if isinstance(self.target, str):
+            return self.target
+        if self.target is None:
+            return next((m.label for m in self.methods if m.kind == "stock_full"), None)
+        return None
+
+    def rounds_of(self, method: MethodSpec) -> int:
+        """Boosting rounds of ``method``: ``method_rounds``, else its own ``rounds``, else the experiment's."""
+        return self.method_rounds.get(method.label, method.rounds or self.rounds)
+
+    def budget_of(self, method: MethodSpec) -> float | None:
+        """``method``'s time budget as a multiple of the target method's training time, or None.
+
+        Its own ``time_budget``, else the experiment's; the target method has none (its
+        training time is what budgets are multiples of).
+        """
+        if method.label == self.target_method:
+            return None
+        return method.time_budget if method.time_budget is not None else self.time_budget
 
 
 @dataclass(frozen=True)
@@ -305,6 +363,35 @@ def _path(table: Mapping[str, Any], key: str, where: str, base: Path, must_exist
     return path
 
 
+#: Names that become file or folder names: no path separators, no leading dot ("." and
+#: ".." would leave the output folder, ".x" would hide the files), at most 100 characters.
+_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,99}")
+
+
+def check_name(name: str, what: str, names: str, taken: list[str]) -> None:
+    """Refuse a name used as a path that could leave the output folder or collide with ``taken``.
+
+    Parameters
+    ----------
+    name : str
+        The experiment name or method label.
+    what : str
+        How the message refers to it, e.g. ``"[experiments.x] key 'name'"``.
+    names : str
+        What the name becomes on disk, for the message.
+    taken : list of str
+        Names already in use; a name equal to one of them ignoring case is refused too,
+        because it would share files on case-insensitive file systems.
+    """
+    if not _NAME.fullmatch(name):
+        raise ConfigError(f"{what} is {name!r}: it names {names}, so it must be 1-100 letters, digits, "
+                          "'_', '.' or '-', not starting with '.'")
+    clash = [t for t in taken if t.casefold() == name.casefold()]
+    if clash:
+        raise ConfigError(f"{what} is {name!r}, which repeats {clash[0]!r} (names are compared ignoring case: "
+                          f"they name {names})")
+
+
 def metric_higher_is_better(metric: str) -> bool:
     """Whether larger values of ``metric`` (``auc``, ``ndcg@10``, ``binary_logloss``...) are better."""
     if _NDCG.match(metric):
@@ -320,6 +407,56 @@ def _metric(value: Any, where: str) -> str:
         return _METRIC_ALIASES.get(name, name)
     accepted = ", ".join([*sorted(_METRICS), "ndcg@K"])
     raise ConfigError(f"{where} key 'metric' is {value!r}; accepted: {accepted}")
+
+
+#: Objective family (the engine's loss name) -> metrics that measure what it fits.
+#: Probabilities (binary) may be scored by the regression metrics too; a ranking objective's
+#: scores only order the documents of a query, so only NDCG measures them.
+_FITTING_METRICS = {
+    "binary": ("binary_logloss", "binary_error", "auc", "l2", "rmse", "l1", "ndcg@K"),
+    "regression": ("l2", "rmse", "l1", "auc", "ndcg@K"),
+    "multiclass": ("multi_logloss", "multi_error"),
+    "lambdarank": ("ndcg@K",),
+}
+
+
+def check_metric_fits(metric: str, objective: str, family: str, where: str) -> None:
+    """Refuse a metric that does not measure what ``objective`` (of ``family``) fits."""
+    accepted = _FITTING_METRICS.get(family)
+    if accepted is None:
+        return
+    name = "ndcg@K" if _NDCG.match(metric) else metric
+    if name not in accepted:
+        raise ConfigError(f"{where} metric {metric!r} does not fit objective {objective!r}; "
+                          f"metrics that fit it: {', '.join(accepted)}")
+
+
+def _check_objective(exp_name: str, metric: str, params: dict[str, Any], methods: list[MethodSpec],
+                     rounds: int) -> None:
+    """The engine's own parameter checks and the metric/objective fit, at load time.
+
+    Each engine method's parameters go through :func:`smart_lgbm.params.make_config`, the
+    check ``smart_lgbm.train`` runs first, so a refused objective or parameter names the
+    method before anything trains.  Stock-only objectives (no engine method) are left to
+    LightGBM, which the pre-flight run asks before training.
+    """
+    from ..params import canonicalize, make_config, resolve_loss
+
+    where = f"[experiments.{exp_name}]"
+    for method in methods:
+        if method.kind in ENGINE_KINDS:
+            try:
+                make_config({**params, **method.params, **lightgbm_metric_params(metric)}, rounds)
+            except (TypeError, ValueError) as exc:
+                raise ConfigError(f"{where} method {method.label!r}: {exc}") from None
+    for method in methods:
+        merged = canonicalize({**params, **method.params})
+        objective = str(merged.get("objective", "regression"))
+        try:
+            loss = resolve_loss(merged)
+        except (TypeError, ValueError):
+            continue  # an objective only stock LightGBM knows: LightGBM judges the metric
+        check_metric_fits(metric, objective, loss.lightgbm_objective or "", f"{where} method {method.label!r}:")
 
 
 def lightgbm_metric_params(metric: str) -> dict[str, Any]:
@@ -383,7 +520,8 @@ def _method(label: str, value: Any) -> MethodSpec:
     if kind in ENGINE_KINDS:
         _check_sampler(kind, options, where)
     params = _lgb_params(value.get("params", {}), f"{where} params")
-    return MethodSpec(label=label, kind=kind, options=options, params=params, seeds=_seeds(value, where))
+    return MethodSpec(label=label, kind=kind, options=options, params=params, seeds=_seeds(value, where),
+                      rounds=_rounds(value, where, default=None), time_budget=_budget(value, where, None))
 
 
 def _check_sampler(kind: str, options: dict[str, Any], where: str) -> None:
@@ -410,9 +548,9 @@ def _data(value: Any, where: str, base: Path) -> DataSpec:
         generator = _str(value, "generator", where, GENERATORS)
         if "n_rows" not in value:
             raise ConfigError(f"{where} missing key 'n_rows' (the number of rows to generate)")
-        min_features = 16 if generator == "dense_binary" else 4
+        default_features, min_features = _GENERATOR_FEATURES[generator]
         return DataSpec(source, generator=generator, n_rows=_int(value, "n_rows", where, 10),
-                        n_features=_int(value, "n_features", where, min_features, default=136),
+                        n_features=_int(value, "n_features", where, min_features, default=default_features),
                         seed=seed, test_size=test_size, max_rows=max_rows)
     if "train" not in value:
         raise ConfigError(f"{where} missing key 'train' (path of the training file)")
@@ -454,6 +592,58 @@ def _rounds(table: Mapping[str, Any], where: str, default: Any) -> Any:
     return _int(table, "rounds", where, 1, default=default)
 
 
+def _budget(table: Mapping[str, Any], where: str, default: float | None) -> float | None:
+    if "time_budget" not in table:
+        return default
+    value = float(_typed(table, "time_budget", _NUMBER, where, "a number > 0 (a multiple of the target's time)"))
+    if not (math.isfinite(value) and value > 0):
+        raise ConfigError(f"{where} key 'time_budget' must be a finite number > 0 (a multiple of the target method's "
+                          f"training time), got {value!r}")
+    return value
+
+
+def _target_at(table: Mapping[str, Any], where: str, default: str) -> str:
+    return _str(table, "target_at", where, TARGET_AT, default=default)
+
+
+def _equal_time(table: Mapping[str, Any], where: str, default: tuple[float, ...]) -> tuple[float, ...]:
+    if "equal_time" not in table:
+        return default
+    value = table["equal_time"]
+    ok = isinstance(value, list) and value and all(
+        isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and 0 < v <= 100 for v in value)
+    if not ok:
+        raise ConfigError(f"{where} key 'equal_time' must be a non-empty list of numbers in (0, 100] (shares of the "
+                          f"reference method's time to the target, e.g. [0.25, 0.5, 1.0]), got {value!r}")
+    return tuple(sorted({float(v) for v in value}))
+
+
+def _method_rounds(exp: Mapping[str, Any], where: str, labels: list[str]) -> dict[str, int]:
+    value = exp.get("method_rounds", {})
+    if not isinstance(value, dict):
+        raise ConfigTypeError(f"{where} key 'method_rounds' must be a table of method label = rounds, "
+                              f"got {_type_name(value)}")
+    for label in value:
+        if label not in labels:
+            raise ConfigError(f"{where} key 'method_rounds' names {label!r}, which is not one of its methods: "
+                              f"{', '.join(labels)}")
+        _int(value, label, f"{where} method_rounds", 1)
+    return dict(value)
+
+
+def _check_budgets(exp: Experiment, where: str) -> None:
+    """A time budget is a multiple of the target method's time: there must be one."""
+    budgeted = [m.label for m in exp.methods if exp.budget_of(m) is not None]
+    target = exp.target_method
+    if budgeted and target is None:
+        raise ConfigError(f"{where} methods {', '.join(budgeted)} have a 'time_budget', a multiple of the target "
+                          "method's training time, but the target is not a method: set 'target' to a method label")
+    own = [m.label for m in exp.methods if m.label == target and m.time_budget is not None]
+    if own:
+        raise ConfigError(f"[methods.{own[0]}] key 'time_budget' cannot be set on the target method: budgets are "
+                          "multiples of its training time")
+
+
 def parse_config(raw: Mapping[str, Any], base_dir: str | os.PathLike = ".", path: Path | None = None) -> CompareConfig:
     """Validate a config already read from TOML.
 
@@ -487,6 +677,9 @@ def parse_config(raw: Mapping[str, Any], base_dir: str | os.PathLike = ".", path
     target = _target(raw["target"], where) if "target" in raw else None
     metric = _metric(raw["metric"], where) if "metric" in raw else None
     tolerance = _tolerance(raw, where, 0.0)
+    target_at = _target_at(raw, where, "best")
+    time_budget = _budget(raw, where, None)
+    equal_time = _equal_time(raw, where, EQUAL_TIME)
     warmup = _typed(raw, "warmup", (bool,), where, "true or false") if "warmup" in raw else True
     progress = 10.0
     if "progress_seconds" in raw:
@@ -496,6 +689,8 @@ def parse_config(raw: Mapping[str, Any], base_dir: str | os.PathLike = ".", path
     methods_raw = raw.get("methods")
     if not isinstance(methods_raw, dict) or not methods_raw:
         raise ConfigError(f"{where} needs at least one [methods.LABEL] table; kinds: {', '.join(KINDS)}")
+    for i, label in enumerate(methods_raw):
+        check_name(label, f"[methods.{label}] label", "the files of 'smart-lgbm run'", list(methods_raw)[:i])
     methods = {label: _method(label, value) for label, value in methods_raw.items()}
 
     exps_raw = raw.get("experiments")
@@ -509,10 +704,7 @@ def parse_config(raw: Mapping[str, Any], base_dir: str | os.PathLike = ".", path
         name = _str(exp, "name", ewhere, default=None)
         if name is None:
             raise ConfigError(f"{ewhere} missing key 'name'")
-        if not re.fullmatch(r"[A-Za-z0-9_.-]+", name):
-            raise ConfigError(f"{ewhere} key 'name' may hold letters, digits, '_', '.', '-' only (it names a folder)")
-        if name in {e.name for e in experiments}:
-            raise ConfigError(f"{ewhere} key 'name' repeats another experiment's name")
+        check_name(name, f"{ewhere} key 'name'", "the experiment's folder", [e.name for e in experiments])
         if "data" not in exp:
             raise ConfigError(f"{ewhere} missing key 'data'; accepted sources: {', '.join(SOURCES)}")
         data = _data(exp["data"], f"{ewhere} data", base)
@@ -532,11 +724,17 @@ def parse_config(raw: Mapping[str, Any], base_dir: str | os.PathLike = ".", path
         if isinstance(exp_target, str) and exp_target not in labels:
             raise ConfigError(f"{ewhere} key 'target' names {exp_target!r}, which is not one of its methods: {', '.join(labels)}")
         params = {**shared, **_lgb_params(exp.get("params", {}), f"{ewhere} params")}
-        experiments.append(Experiment(
-            name=name, data=data, metric=exp_metric, rounds=_rounds(exp, ewhere, default=rounds),
+        exp_rounds = _rounds(exp, ewhere, default=rounds)
+        _check_objective(name, exp_metric, params, [methods[m] for m in labels], exp_rounds)
+        experiment = Experiment(
+            name=name, data=data, metric=exp_metric, rounds=exp_rounds,
             seeds=_seeds(exp, ewhere) or seeds, target=exp_target, params=params,
             methods=tuple(methods[m] for m in labels), tolerance=_tolerance(exp, ewhere, tolerance),
-        ))
+            target_at=_target_at(exp, ewhere, target_at), method_rounds=_method_rounds(exp, ewhere, labels),
+            time_budget=_budget(exp, ewhere, time_budget), equal_time=_equal_time(exp, ewhere, equal_time),
+        )
+        _check_budgets(experiment, ewhere)
+        experiments.append(experiment)
     return CompareConfig(path=path, output=output, experiments=tuple(experiments), progress_seconds=progress,
                          warmup=warmup)
 

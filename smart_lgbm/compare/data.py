@@ -16,7 +16,7 @@ import lightgbm as lgb
 import numpy as np
 import scipy.sparse as sp
 
-from .config import ConfigError, DataSpec
+from .config import ConfigError, DataSpec, error_text
 
 Matrix = Any  # numpy array or scipy CSR matrix
 
@@ -107,9 +107,12 @@ def _synthetic(spec: DataSpec) -> tuple[Split, Split]:
         # Rows are i.i.d., so the last test_size share is a random split already (and no copy).
         cut = spec.n_rows - min(max(1, int(round(spec.test_size * spec.n_rows))), spec.n_rows - 1)
         return Split(X[:cut], y[:cut]), Split(X[cut:], y[cut:])
-    from ..datasets.synthetic_ranking import make_mslr_like_split
+    if spec.generator == "yahoo_like":  # sparse: CSR all the way to lightgbm.Dataset, never densified
+        from ..datasets.synthetic_sparse_ranking import make_yahoo_like_split as make_split
+    else:
+        from ..datasets.synthetic_ranking import make_mslr_like_split as make_split
 
-    (X, y, g), (Xv, yv, gv) = make_mslr_like_split(spec.n_rows, spec.n_features, spec.seed, spec.test_size)
+    (X, y, g), (Xv, yv, gv) = make_split(spec.n_rows, spec.n_features, spec.seed, spec.test_size)
     return Split(X, y.astype(np.float64), g), Split(Xv, yv.astype(np.float64), gv)
 
 
@@ -131,12 +134,11 @@ def _read_lightgbm(path: Any, query: Any) -> Split:
     return Split(X.tocsr(), y, g)
 
 
-def _read_table(spec: DataSpec, path: Any, key: str) -> Split:
+def _read_table(spec: DataSpec, path: Any, where: str) -> Split:
     import pandas as pd
 
     from ..datasets.ranking import group_from_qid
 
-    where = f"[data] key {key!r} ({path})"
     frame = pd.read_parquet(path) if spec.source == "parquet" else pd.read_csv(path)
     for column_key, column in (("label", spec.label), ("group", spec.group)):
         if column is not None and column not in frame.columns:
@@ -151,47 +153,74 @@ def _read_table(spec: DataSpec, path: Any, key: str) -> Split:
     return Split(X, y, group)
 
 
-def _files(spec: DataSpec) -> tuple[Split, Split]:
+def _files(spec: DataSpec, where: str) -> tuple[Split, Split]:
     def read(path: Any, query: Any, key: str) -> Split:
-        if spec.source == "svmlight":
-            return _read_svmlight(path)
-        if spec.source == "lightgbm":
-            return _read_lightgbm(path, query)
-        return _read_table(spec, path, key)
+        file_where = f"{where} key {key!r} ({path})"
+        try:
+            if spec.source == "svmlight":
+                split = _read_svmlight(path)
+            elif spec.source == "lightgbm":
+                split = _read_lightgbm(path, query)
+            else:
+                split = _read_table(spec, path, file_where)
+        except ConfigError:
+            raise
+        except (ValueError, OSError, EOFError) as exc:
+            # Malformed lines, a missing or mismatched .query file, a non-contiguous qid,
+            # a broken archive: one line naming the file instead of a reader's traceback.
+            raise ConfigError(f"{file_where}: cannot read it as {spec.source} data: {error_text(exc)}") from None
+        if split.num_rows == 0 or split.X.shape[1] == 0:
+            raise ConfigError(f"{file_where}: the file holds {split.num_rows} rows and {split.X.shape[1]} "
+                              "features; it needs at least one of each")
+        return split
 
     train = read(spec.train, spec.train_query, "train")
     if spec.valid is None:
         return _split(train, spec.test_size, spec.seed)
     valid = read(spec.valid, spec.valid_query, "valid")
     if (train.group is None) != (valid.group is None):
-        raise ConfigError("[data] key 'valid': one file has query groups and the other has none")
+        raise ConfigError(f"{where} key 'valid': one file has query groups and the other has none")
     if sp.issparse(train.X) and sp.issparse(valid.X):
         Xa, Xb = _same_width(train.X, valid.X)
         train, valid = Split(Xa, train.y, train.group), Split(Xb, valid.y, valid.group)
     elif train.X.shape[1] != valid.X.shape[1]:
-        raise ConfigError(f"[data] keys 'train' and 'valid' have {train.X.shape[1]} and {valid.X.shape[1]} features")
+        raise ConfigError(f"{where} keys 'train' and 'valid' have {train.X.shape[1]} and {valid.X.shape[1]} features")
     return train, valid
 
 
-def load_data(spec: DataSpec) -> ExperimentData:
+def load_data(spec: DataSpec, where: str = "[data]") -> ExperimentData:
     """Read or generate the data of an experiment.
 
     Parameters
     ----------
     spec : DataSpec
         A validated data spec (see :mod:`smart_lgbm.compare.config`).
+    where : str, default="[data]"
+        How messages refer to the data table, e.g. ``"[experiments.web] data"``.
 
     Returns
     -------
     ExperimentData
         Training and validation splits, capped to ``spec.max_rows`` rows each.
+
+    Raises
+    ------
+    ConfigError
+        If a file cannot be read (malformed, empty, a missing or mismatched query file,
+        non-contiguous query ids) or too few rows or queries are left to split; the
+        message names the key and the file.
     """
-    if spec.source == "bundled":
-        train, valid = _bundled(spec)
-    elif spec.source == "synthetic":
-        train, valid = _synthetic(spec)
-    else:
-        train, valid = _files(spec)
+    try:
+        if spec.source == "bundled":
+            train, valid = _bundled(spec)
+        elif spec.source == "synthetic":
+            train, valid = _synthetic(spec)
+        else:
+            train, valid = _files(spec, where)
+    except ConfigError:
+        raise
+    except ValueError as exc:  # e.g. one query or one row cannot be split into train and validation
+        raise ConfigError(f"{where}: {error_text(exc)}") from None
     train, valid = _head(train, spec.max_rows), _head(valid, spec.max_rows)
     desc = f"{spec.describe()}: {train.num_rows} train / {valid.num_rows} valid rows, {train.X.shape[1]} features"
     if train.group is not None:

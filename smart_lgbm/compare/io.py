@@ -3,6 +3,8 @@
 Results are written to a temporary file in the target's folder and moved over the target
 with ``os.replace`` (atomic on POSIX and Windows within one file system), so an interrupted
 or failing run never leaves a half-written table or record behind, nor temporary files.
+Files that must agree with each other (records, table, plots, summary) are written inside
+:func:`interrupts_deferred`, so a Ctrl-C cannot leave some of them old and some new.
 """
 
 from __future__ import annotations
@@ -11,8 +13,12 @@ import csv
 import io
 import json
 import os
+import signal
+import sys
 import tempfile
-from collections.abc import Callable, Iterable, Sequence
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
@@ -90,3 +96,37 @@ def write_csv(path: str | os.PathLike, rows: Iterable[dict[str, Any]], columns: 
     for row in rows:
         writer.writerow(row)
     return write_text(path, buffer.getvalue())
+
+
+_deferring: list[bool] = []  # non-empty while a block of interrupts_deferred runs
+
+
+@contextmanager
+def interrupts_deferred(stream: IO[str] | None = None) -> Iterator[None]:
+    """Hold Ctrl-C (SIGINT) back until the block is done, then raise KeyboardInterrupt.
+
+    For writing a set of files that must describe the same runs: a Ctrl-C that arrives
+    meanwhile (also a second one, while results are being saved after a first) is noted,
+    a line on ``stream`` says the files are being finished, and KeyboardInterrupt is raised
+    once they are.  Nested blocks belong to the outermost one.  Outside the main thread
+    (where Python delivers no signals) it does nothing.
+    """
+    if _deferring or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    pending: list[int] = []
+
+    def hold(signum: int, frame: Any) -> None:
+        if not pending:
+            print("smart-lgbm: finishing the result files before stopping", file=stream or sys.stderr, flush=True)
+        pending.append(signum)
+
+    previous = signal.signal(signal.SIGINT, hold)
+    _deferring.append(True)
+    try:
+        yield
+    finally:
+        _deferring.pop()
+        signal.signal(signal.SIGINT, previous)
+    if pending:
+        raise KeyboardInterrupt

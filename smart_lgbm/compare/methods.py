@@ -22,6 +22,7 @@ Timing (see ``docs/compare.md``):
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -58,6 +59,10 @@ class RunRecord:
     sampling_rate: list[float] = field(default_factory=list)
     seconds: list[float] = field(default_factory=list)
     wall_seconds: float = 0.0
+    #: boosting rounds asked for (0 in records written before it was stored)
+    rounds: int = 0
+    #: why the run has fewer iterations than ``rounds``, or which iterations added no tree
+    note: str = ""
 
     @property
     def num_iterations(self) -> int:
@@ -79,6 +84,7 @@ class RunRecord:
             "experiment": self.experiment, "method": self.method, "kind": self.kind, "seed": self.seed,
             "metric": self.metric, "higher_is_better": self.higher_is_better, "values": self.values,
             "sampling_rate": self.sampling_rate, "seconds": self.seconds, "wall_seconds": self.wall_seconds,
+            "rounds": self.rounds, "note": self.note,
         }
 
     @classmethod
@@ -86,21 +92,29 @@ class RunRecord:
         return cls(**d)
 
 
-def method_seeds(method: MethodSpec, experiment: Experiment) -> tuple[int, ...]:
-    """The seeds a method runs with: its own, else all of the experiment's when it is random.
+def is_deterministic(method: MethodSpec, experiment: Experiment) -> bool:
+    """Whether ``method`` gives the same result for every seed.
 
-    A deterministic method (no row sampling, and no feature subsampling or extra trees in
-    its parameters) gives the same result for every seed, so it runs once, with the first.
+    True for the kinds that draw no rows, unless the parameters add randomness
+    (feature subsampling, extra trees).
     """
-    if method.seeds is not None:
-        return method.seeds
     params = canonicalize({**experiment.params, **method.params})
     random_params = (
         float(params.get("feature_fraction", 1.0)) < 1.0
         or float(params.get("feature_fraction_bynode", 1.0)) < 1.0
         or str(params.get("extra_trees", False)).lower() in ("true", "1")
     )
-    if method.kind in DETERMINISTIC_KINDS and not random_params:
+    return method.kind in DETERMINISTIC_KINDS and not random_params
+
+
+def method_seeds(method: MethodSpec, experiment: Experiment) -> tuple[int, ...]:
+    """The seeds a method runs with: its own, else all of the experiment's when it is random.
+
+    A deterministic method (see :func:`is_deterministic`) runs once, with the first seed.
+    """
+    if method.seeds is not None:
+        return method.seeds
+    if is_deterministic(method, experiment):
         return experiment.seeds[:1]
     return experiment.seeds
 
@@ -124,35 +138,46 @@ def run_params(method: MethodSpec, experiment: Experiment, seed: int) -> dict[st
     return params
 
 
-def rows_per_iteration(booster: lgb.Booster) -> list[int]:
-    """Rows each iteration's tree was fitted on, read from the model's root counts.
+def rows_per_tree_iteration(booster: lgb.Booster) -> list[int]:
+    """Rows each kept iteration's tree was fitted on, read from the model's root counts.
 
     LightGBM stores in each tree how many (bagged) rows reached the root: exactly the rows
-    sampled by bagging or GOSS in that iteration.  Taken from the first tree of each
-    iteration (all K trees of a multiclass iteration share the sample).
+    sampled by bagging or GOSS in that iteration (a single-leaf tree stores them in its
+    leaf).  Taken from the first tree of each iteration (all K trees of a multiclass
+    iteration share the sample).  Read through the public ``dump_model()``.
     """
-    text = booster.model_to_string()
-    k = int(text.split("num_tree_per_iteration=", 1)[1].split("\n", 1)[0])
+    model = booster.dump_model()
+    k = int(model["num_tree_per_iteration"])
     counts = []
-    for block in text.split("\nTree=")[1:]:
-        fields = dict(line.split("=", 1) for line in block.split("\nend of tree", 1)[0].splitlines()[1:] if "=" in line)
-        if "internal_count" in fields:
-            counts.append(int(fields["internal_count"].split()[0]))
-        else:  # a single-leaf tree: its leaf holds every sampled row
-            counts.append(int(fields["leaf_count"].split()[0]))
-    return counts[::k]
+    for tree in model["tree_info"][::k]:
+        root = tree["tree_structure"]
+        counts.append(int(root["internal_count"] if "internal_count" in root else root["leaf_count"]))
+    return counts
 
 
 class _Recorder:
-    """After-iteration callback: picks the metric from LightGBM's evaluation list."""
+    """After-iteration callback: picks the metric from LightGBM's evaluation list.
 
-    def __init__(self, metric: str, hook: IterationHook | None, seconds: Callable[[], float]) -> None:
+    With ``count_trees`` (stock runs) it also notes the model's tree count after each
+    iteration: ``lightgbm.train`` goes on calling ``update()`` after an iteration whose tree
+    could not split, and such an iteration adds no tree.  With ``stop_when_stuck`` (a
+    deterministic stock method, whose next iteration would be the same) it ends training at
+    the first such iteration instead of repeating it until ``rounds``.
+    """
+
+    def __init__(self, metric: str, hook: IterationHook | None, seconds: Callable[[], float],
+                 count_trees: bool = False, stop_when_stuck: bool = False, budget: float | None = None) -> None:
         # An instance attribute: lightgbm.train and the engine give callbacks without one an order.
         self.order = 5  # after the stock clock (0), before LightGBM's own callbacks (10+)
         self.metric = metric
         self.hook = hook
         self.seconds = seconds
         self.values: list[float] = []
+        self.count_trees = count_trees
+        self.stop_when_stuck = stop_when_stuck
+        self.trees: list[int] = []
+        self.budget = budget
+        self.over_budget = False
 
     def __call__(self, env: lgb.callback.CallbackEnv) -> None:
         for data_name, eval_name, value, _ in env.evaluation_result_list or []:
@@ -163,6 +188,70 @@ class _Recorder:
             raise RuntimeError(f"metric {self.metric!r} missing from the evaluation results {env.evaluation_result_list}")
         if self.hook is not None:
             self.hook(env.iteration + 1, self.values[-1], self.seconds())
+        if self.count_trees:
+            self.trees.append(env.model.num_trees())
+            stuck = len(self.trees) > 1 and self.trees[-1] == self.trees[-2]
+            if stuck and self.stop_when_stuck:
+                raise lgb.callback.EarlyStopException(env.iteration, env.evaluation_result_list or [])
+        if self.budget is not None and self.seconds() >= self.budget:
+            self.over_budget = True  # this iteration is kept: the budget ran out during it
+            raise lgb.callback.EarlyStopException(env.iteration, env.evaluation_result_list or [])
+
+    def kept(self) -> list[bool]:
+        """Per iteration: whether it added trees to the model."""
+        before = [0, *self.trees[:-1]]
+        return [after > b for after, b in zip(self.trees, before)]
+
+
+#: What LightGBM and the engine say when no tree of an iteration can split.
+_NO_SPLIT = "no more leaves that meet the split requirements"
+
+
+def _stopped_note(done: int, rounds: int, unsplittable: bool, engine: bool, budget: float | None = None) -> str:
+    """Why a run has ``done`` of ``rounds`` iterations."""
+    if budget is not None:
+        return f"stopped after {done} of {rounds} iterations: its time budget ({budget:.3g} s of training) was used up"
+    if not unsplittable:
+        return f"stopped after {done} of {rounds} iterations"
+    why = "no split met LightGBM's requirements (min_data_in_leaf, min_gain_to_split, ...)"
+    if engine:
+        why += " on that iteration's rows; the engine ends training there"
+    if done == 0:
+        return f"no iterations: the first iteration's tree could not split: {why}"
+    return f"stopped after {done} of {rounds} iterations: {why}"
+
+
+def _keep_tree_iterations(record: RunRecord, recorder: _Recorder, seconds: list[float], rows: list[int],
+                          n_rows: int, stopped_when_stuck: bool) -> None:
+    """Fill ``record`` with the iterations of a stock run that added a tree.
+
+    An iteration whose tree could not split changes nothing but costs time: its seconds
+    are charged to the next iteration that adds a tree, so cumulative seconds stay the
+    time spent to reach each model (those after the last tree are charged to none).
+    """
+    kept = recorder.kept()
+    if len(rows) != sum(kept):
+        raise RuntimeError(f"the model holds {len(rows)} iterations' trees, but {sum(kept)} iterations added trees")
+    carried = 0.0
+    for i, added in enumerate(kept):
+        carried += seconds[i]
+        if added:
+            record.values.append(recorder.values[i])
+            record.seconds.append(carried)
+            carried = 0.0
+    record.sampling_rate = [r / n_rows for r in rows]
+    skipped = len(kept) - sum(kept)
+    notes = []
+    if stopped_when_stuck and skipped:
+        notes.append(_stopped_note(record.num_iterations, record.rounds, True, engine=False))
+    elif skipped:
+        trailing = len(kept) - 1 - max((i for i, added in enumerate(kept) if added), default=-1)
+        notes.append(f"{skipped} of {len(kept)} iterations added no tree (no split met LightGBM's requirements on "
+                     "that iteration's rows); their seconds are counted in the next tree's"
+                     + (f", those of the last {trailing} in none" if trailing else ""))
+    if recorder.over_budget:
+        notes.append(_stopped_note(record.num_iterations, record.rounds, False, engine=False, budget=recorder.budget))
+    record.note = "; ".join(notes)
 
 
 class _StockClock:
@@ -200,14 +289,16 @@ def run_method(
     seed: int,
     on_iteration: IterationHook | None = None,
     on_model: Callable[[lgb.Booster], None] | None = None,
+    rounds: int | None = None,
+    budget_seconds: float | None = None,
 ) -> RunRecord:
-    """Train ``method`` on ``data`` with ``seed`` for ``experiment.rounds`` rounds.
+    """Train ``method`` on ``data`` with ``seed`` for its rounds (or until its time budget is used).
 
     Parameters
     ----------
     method : MethodSpec
     experiment : Experiment
-        Shared parameters, metric and rounds.
+        Shared parameters, metric and rounds (:meth:`Experiment.rounds_of`).
     data : ExperimentData
     seed : int
         LightGBM's ``seed`` (bagging/GOSS draws) and the engine's sampling seed.
@@ -215,6 +306,11 @@ def run_method(
         Progress hook, ``on_iteration(iteration, value, training_seconds_so_far)``.
     on_model : callable, optional
         Called with the trained ``lightgbm.Booster`` (stock or engine) before it is dropped.
+    rounds : int, optional
+        Overrides the method's rounds (the pre-flight run uses a few).
+    budget_seconds : float, optional
+        Stop after the first iteration at which the training seconds reach this (the
+        iteration is kept); the record's note says so.
 
     Returns
     -------
@@ -222,30 +318,40 @@ def run_method(
     """
     params = run_params(method, experiment, seed)
     train_set, valid_set = make_datasets(data)
+    rounds = experiment.rounds_of(method) if rounds is None else rounds
     record = RunRecord(experiment.name, method.label, method.kind, seed, experiment.metric,
-                       experiment.higher_is_better)
+                       experiment.higher_is_better, rounds=rounds)
     wall = time.perf_counter()
     if method.is_stock:
         clock = _StockClock()
-        recorder = _Recorder(experiment.metric, on_iteration, clock.total)
-        booster = lgb.train(params, train_set, experiment.rounds, valid_sets=[valid_set],
+        recorder = _Recorder(experiment.metric, on_iteration, clock.total, count_trees=True,
+                             stop_when_stuck=is_deterministic(method, experiment), budget=budget_seconds)
+        booster = lgb.train(params, train_set, rounds, valid_sets=[valid_set],
                             valid_names=[VALID_NAME], callbacks=[*clock.callbacks, recorder])
-        # LightGBM keeps running update() after a tree cannot split but adds no trees: keep
-        # the iterations that produced a tree.
-        rows = rows_per_iteration(booster)
-        n = len(rows)
-        record.values, record.seconds = recorder.values[:n], clock.seconds[:n]
-        record.sampling_rate = [r / data.train.num_rows for r in rows]
+        _keep_tree_iterations(record, recorder, clock.seconds, rows_per_tree_iteration(booster),
+                              data.train.num_rows, recorder.stop_when_stuck)
     else:
         sampling: dict[str, list[Any]] = {}
-        recorder = _Recorder(experiment.metric, on_iteration, lambda: float(sum(sampling["seconds"])))
+        recorder = _Recorder(experiment.metric, on_iteration, lambda: float(sum(sampling["seconds"])),
+                             budget=budget_seconds)
         recorder.order = 30  # after record_sampling (25), so the hook sees this iteration's seconds
         sampler = make_sampler(method.kind, **method.options)
-        booster = engine_train(params, train_set, experiment.rounds, sampler=sampler, valid_sets=[valid_set],
-                               valid_names=[VALID_NAME], callbacks=[record_sampling(sampling), recorder])
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            booster = engine_train(params, train_set, rounds, sampler=sampler, valid_sets=[valid_set],
+                                   valid_names=[VALID_NAME], callbacks=[record_sampling(sampling), recorder])
+        unsplittable = False
+        for w in caught:  # keep the engine's stop message as the record's note; pass the others on
+            if _NO_SPLIT in str(w.message):
+                unsplittable = True
+            else:
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
         record.values = recorder.values
         record.sampling_rate = [float(r) for r in sampling["sampling_rate"]]
         record.seconds = [float(s) for s in sampling["seconds"]]
+        if record.num_iterations < rounds:
+            record.note = _stopped_note(record.num_iterations, rounds, unsplittable, engine=True,
+                                        budget=budget_seconds if recorder.over_budget else None)
     record.wall_seconds = time.perf_counter() - wall
     if on_model is not None:
         on_model(booster)

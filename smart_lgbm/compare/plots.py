@@ -45,7 +45,10 @@ def _zoom(ax, curves: Sequence[Curve], target: float | None) -> None:
     squash the part of the curves the comparison is about.
     """
     tails = [c.values[c.num_iterations // 10:] for c in curves if c.num_iterations]
-    values = np.concatenate(tails + ([np.array([target])] if target is not None else []))
+    tails += [np.array([target])] if target is not None else []
+    if not tails:
+        return
+    values = np.concatenate(tails)
     values = values[np.isfinite(values)]
     if values.size == 0:
         return
@@ -66,7 +69,7 @@ def plot_curves(
     Parameters
     ----------
     curves : sequence of Curve
-        Mean curves (see :func:`smart_lgbm.compare.report.mean_curves`).
+        Mean curves (see :func:`smart_lgbm.compare.report.mean_curves`); may be empty.
     metric : str
         Y-axis label of the metric plots.
     title : str
@@ -74,7 +77,8 @@ def plot_curves(
     folder : path-like
         Where the PNG files go.
     target : float, optional
-        Drawn as a horizontal line on the metric plots.
+        The value a method must reach to count as reaching the target (the target quality
+        with its tolerance), drawn as a horizontal line on the metric plots.
 
     Returns
     -------
@@ -107,6 +111,9 @@ def plot_curves(
         ax.set_ylabel(ylabel)
         ax.set_title(f"{title}: {ylabel.split(' (')[0]} vs {xlabel.split(' (')[0]}", fontsize=10)
         ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=7, loc="best")
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7, loc="best")
+        else:  # every method ended without an iteration: say so rather than show empty axes
+            ax.text(0.5, 0.5, "no method has iterations", transform=ax.transAxes, ha="center", va="center")
         written.append(_save(fig, folder / PLOT_FILES[key]))
     return written

@@ -53,11 +53,12 @@ class Progress:
     def run_done(self, label: str, record: RunRecord) -> None:
         """The one line of a finished run."""
         if not record.values:
-            self.note(f"{label}: no iterations")
+            self.note(f"{label}: {record.note or 'no iterations'}")
             return
         b = best_index(record.values, record.higher_is_better)
         self.note(
             f"{label}: {record.num_iterations} iterations, {record.metric} {record.values[-1]:.5g} "
             f"(best {record.values[b]:.5g} at {b + 1}), ASRI {asri(record.sampling_rate, record.num_iterations - 1):.4f}, "
             f"{sum(record.seconds):.2f} s training, {record.wall_seconds:.2f} s wall"
+            + (f"; {record.note}" if record.note else "")
         )

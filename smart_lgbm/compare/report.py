@@ -11,7 +11,13 @@ over seeds of the metric, of the sampling rate and of the seconds.  On that curv
   the cumulative training seconds up to it, and the speed-ups (reference seconds / method
   seconds) against stock full and stock GOSS;
 * lower part: the best metric, the first iteration reaching it, the ASRI and the seconds
-  up to it.
+  up to it;
+* the equal-time table: each method's metric after a share (25%, 50%, 100% by default) of
+  the training time the reference (stock full) needed to reach the target.
+
+The target is a given number, or a method's best (default) or final quality; a run long
+enough to converge gives the paper's "ideal accuracy", and ``tolerance`` states how close
+counts as reaching it.
 
 ASRI (average sampling rate per iteration) = mean over the iterations used of
 (rows the tree was fitted on / training rows).
@@ -20,7 +26,7 @@ ASRI (average sampling rate per iteration) = mean over the iterations used of
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -62,18 +68,42 @@ class Row:
 
 @dataclass(frozen=True)
 class Table:
-    """Both parts of the table with what they refer to."""
+    """Both parts of the table with what they refer to.
+
+    ``target`` is None when it cannot be set yet (its method has no results); then
+    ``target_source`` says why.  ``notes`` holds, per method, why it has fewer iterations
+    than asked for (or none); methods without iterations have no curve but still a row.
+    """
 
     experiment: str
     metric: str
     higher_is_better: bool
-    target: float
+    target: float | None
     target_source: str
     tolerance: float
     upper: list[Row]
     lower: list[Row]
     full_reference: str | None
     goss_reference: str | None
+    notes: dict[str, list[str]] = field(default_factory=dict)
+    equal_time: EqualTime | None = None
+
+
+@dataclass(frozen=True)
+class EqualTime:
+    """Every method's quality after shares of one reference time (the equal-time table).
+
+    ``cells[method]`` holds, per share, ``(value, iteration, ended)``: the metric at the
+    last iteration finished within ``share * seconds`` (None if even the first took
+    longer), and whether the method's run had ended before that time (it could not have
+    gone further).
+    """
+
+    shares: tuple[float, ...]
+    reference: str
+    seconds: float
+    basis: str  # what ``seconds`` is, e.g. "its time to the target"
+    cells: dict[str, list[tuple[float | None, int | None, bool]]]
 
 
 def mean_curves(records: Sequence[Any]) -> list[Curve]:
@@ -106,19 +136,45 @@ def mean_curves(records: Sequence[Any]) -> list[Curve]:
     return curves
 
 
+def method_notes(records: Sequence[Any]) -> dict[str, list[str]]:
+    """Every method of ``records`` (first-seen order) with what its table rows cannot show.
+
+    A run's own ``note`` (why it stopped early, which iterations added no tree), prefixed
+    by its seed when the method has several, and a line when seeds of unequal length were
+    cut to the shortest for the mean curve.
+    """
+    groups: dict[str, list[Any]] = {}
+    for rec in records:
+        groups.setdefault(rec.method, []).append(rec)
+    notes: dict[str, list[str]] = {}
+    for method, recs in groups.items():
+        lines = []
+        for r in recs:
+            note = getattr(r, "note", "")
+            if note:
+                lines.append(f"seed {r.seed}: {note}" if len(recs) > 1 else note)
+        lengths = [len(r.values) for r in recs]
+        if len(set(lengths)) > 1 and min(lengths) > 0:
+            lines.append(f"its {len(recs)} seeds ran {min(lengths)}-{max(lengths)} iterations; the mean curve "
+                         f"stops at the shortest ({min(lengths)})")
+        notes[method] = lines
+    return notes
+
+
 #: Relative slack always granted when comparing with the target: two implementations of
 #: the same algorithm (stock full and the engine's Full) agree to ~1e-15, not bit for bit.
 FLOAT_SLACK = 1e-9
 
 
-def _threshold(target: float, higher_is_better: bool, tolerance: float) -> float:
+def reach_threshold(target: float, higher_is_better: bool, tolerance: float) -> float:
+    """The metric value a method must reach (``>=`` or ``<=``) to count as reaching ``target``."""
     slack = tolerance + FLOAT_SLACK * max(1.0, abs(target))
     return target - slack if higher_is_better else target + slack
 
 
 def reaches(value: float, target: float, higher_is_better: bool, tolerance: float = 0.0) -> bool:
     """Whether ``value`` is at least as good as ``target`` (within ``tolerance``)."""
-    threshold = _threshold(target, higher_is_better, tolerance)
+    threshold = reach_threshold(target, higher_is_better, tolerance)
     return value >= threshold if higher_is_better else value <= threshold
 
 
@@ -128,7 +184,7 @@ def first_reaching(values: np.ndarray, target: float, higher_is_better: bool, to
     "At least as good" allows ``tolerance`` (absolute) plus :data:`FLOAT_SLACK` relative.
     """
     values = np.asarray(values, dtype=np.float64)
-    threshold = _threshold(target, higher_is_better, tolerance)
+    threshold = reach_threshold(target, higher_is_better, tolerance)
     hits = np.flatnonzero(values >= threshold if higher_is_better else values <= threshold)
     return int(hits[0]) if hits.size else None
 
@@ -148,17 +204,21 @@ def _first_of_kind(curves: Sequence[Curve], kind: str) -> Curve | None:
     return next((c for c in curves if c.kind == kind), None)
 
 
-def resolve_target(curves: Sequence[Curve], target: float | str | None) -> tuple[float, str]:
+def resolve_target(curves: Sequence[Curve], target: float | str | None, at: str = "best",
+                   higher_is_better: bool = False) -> tuple[float, str]:
     """The target quality and a phrase saying where it comes from.
 
-    ``target`` is a number (used as is), a method label (that method's final quality), or
-    None: stock full's final quality (or the first method's when there is no stock full).
+    ``target`` is a number (used as is), a method label, or None: stock full (or the first
+    method when there is no stock full).  Of a method, ``at`` takes its ``"best"`` quality
+    (the first iteration with it) or its ``"final"`` one.
 
     Raises
     ------
     ValueError
-        If ``target`` names a method without results.
+        If ``target`` names a method without results, or ``at`` is neither.
     """
+    if at not in ("best", "final"):
+        raise ValueError(f"at must be 'best' or 'final', got {at!r}")
     if isinstance(target, (int, float)) and not isinstance(target, bool):
         return float(target), "given"
     if target is None:
@@ -170,7 +230,29 @@ def resolve_target(curves: Sequence[Curve], target: float | str | None) -> tuple
         if ref is None:
             raise ValueError(f"target method {target!r} has no results; methods with results: "
                              f"{', '.join(c.method for c in curves)}")
-    return float(ref.values[-1]), f"{ref.method} after {ref.num_iterations} iterations"
+    if at == "final":
+        return float(ref.values[-1]), f"{ref.method} after {ref.num_iterations} iterations"
+    b = best_index(ref.values, higher_is_better)
+    return float(ref.values[b]), f"best of {ref.method}: iteration {b + 1} of {ref.num_iterations}"
+
+
+def equal_time(curves: Sequence[Curve], reference: Curve, seconds: float, basis: str,
+               shares: Sequence[float]) -> EqualTime:
+    """Each curve's metric after ``share * seconds`` of training, for every share.
+
+    The value is that of the last iteration whose cumulative seconds are within the time;
+    None when the first iteration alone took longer.
+    """
+    cells = {}
+    for curve in curves:
+        cumulative = curve.cumulative_seconds
+        row = []
+        for share in shares:
+            n = int(np.searchsorted(cumulative, share * seconds, side="right"))
+            ended = n == curve.num_iterations and bool(cumulative[-1] < share * seconds)
+            row.append((float(curve.values[n - 1]), n, ended) if n else (None, None, False))
+        cells[curve.method] = row
+    return EqualTime(tuple(shares), reference.method, seconds, basis, cells)
 
 
 def _row_at(curve: Curve, index: int | None, value: float | None) -> Row:
@@ -187,6 +269,9 @@ def build_table(
     curves: Sequence[Curve],
     target: float | str | None = None,
     tolerance: float = 0.0,
+    notes: dict[str, list[str]] | None = None,
+    target_at: str = "best",
+    equal_time_shares: Sequence[float] | None = (0.25, 0.5, 1.0),
 ) -> Table:
     """Both parts of the paper's table from the methods' mean curves.
 
@@ -199,20 +284,36 @@ def build_table(
     curves : sequence of Curve
         See :func:`mean_curves`.
     target : float, str or None
-        See :func:`resolve_target`.
+        See :func:`resolve_target`.  A target method without results leaves the table
+        without a target (``Table.target`` None) instead of failing.
     tolerance : float, default=0.0
         Absolute slack of "reaches the target" (see :func:`first_reaching`).
+    notes : dict, optional
+        :func:`method_notes` of the records: every method in table order, so that methods
+        without iterations (no curve) keep a row.
+    target_at : {"best", "final"}, default="best"
+        Which quality of a target method (see :func:`resolve_target`).
+    equal_time_shares : sequence of float or None, default=(0.25, 0.5, 1.0)
+        Shares of the reference's time to the target for the equal-time table (None: no
+        such table).  The reference is stock full, else the target method, else the first
+        method; when it does not reach the target its whole training time is the basis.
 
     Returns
     -------
     Table
     """
-    target_value, source = resolve_target(curves, target)
+    if target_at not in ("best", "final"):
+        raise ValueError(f"target_at must be 'best' or 'final', got {target_at!r}")
+    try:
+        target_value: float | None
+        target_value, source = resolve_target(curves, target, target_at, higher_is_better)
+    except ValueError as exc:
+        target_value, source = None, str(exc)
     full = _first_of_kind(curves, "stock_full")
     goss = _first_of_kind(curves, "stock_goss")
 
     def seconds_to_target(curve: Curve | None) -> float | None:
-        if curve is None:
+        if curve is None or target_value is None:
             return None
         i = first_reaching(curve.values, target_value, higher_is_better, tolerance)
         return None if i is None else float(curve.cumulative_seconds[i])
@@ -223,16 +324,45 @@ def build_table(
         return ref / mine
 
     full_s, goss_s = seconds_to_target(full), seconds_to_target(goss)
+    by_method = {c.method: c for c in curves}
+    order = list(dict.fromkeys([*(notes or {}), *by_method]))
     upper, lower = [], []
-    for curve in curves:
-        i = first_reaching(curve.values, target_value, higher_is_better, tolerance)
+    for method in order:
+        curve = by_method.get(method)
+        if curve is None:  # no iterations: a row without numbers; the notes say why
+            upper.append(Row(method, 0, None, None, None, None))
+            lower.append(Row(method, 0, None, None, None, None))
+            continue
+        i = None if target_value is None else first_reaching(curve.values, target_value, higher_is_better, tolerance)
         row = _row_at(curve, i, None if i is None else float(curve.values[i]))
         upper.append(Row(row.method, row.runs, row.value, row.iterations, row.asri, row.seconds,
                          speedup(full_s, row.seconds), speedup(goss_s, row.seconds)))
         b = best_index(curve.values, higher_is_better)
         lower.append(_row_at(curve, b, float(curve.values[b])))
     return Table(experiment, metric, higher_is_better, target_value, source, tolerance, upper, lower,
-                 None if full is None else full.method, None if goss is None else goss.method)
+                 None if full is None else full.method, None if goss is None else goss.method,
+                 {m: list(lines) for m, lines in (notes or {}).items() if lines},
+                 _equal_time_table(curves, full, target, target_value, higher_is_better, tolerance,
+                                   equal_time_shares))
+
+
+def _equal_time_table(curves: Sequence[Curve], full: Curve | None, target: float | str | None,
+                      target_value: float | None, higher_is_better: bool, tolerance: float,
+                      shares: Sequence[float] | None) -> EqualTime | None:
+    """The equal-time table against the reference's time to the target (see :func:`build_table`)."""
+    if not shares or not curves:
+        return None
+    reference = full or next((c for c in curves if c.method == target), None) or curves[0]
+    i = None if target_value is None else first_reaching(reference.values, target_value, higher_is_better, tolerance)
+    if i is None:
+        seconds, basis = float(reference.cumulative_seconds[-1]), "its whole training time (it misses the target)"
+    else:
+        seconds, basis = float(reference.cumulative_seconds[i]), "its time to the target"
+    if target_value is None:
+        basis = "its whole training time (no target)"
+    if not seconds > 0:
+        return None
+    return equal_time(curves, reference, seconds, basis, shares)
 
 
 def _fmt(value: float | None, spec: str, missing: str = "—") -> str:
@@ -249,27 +379,35 @@ def to_markdown(table: Table) -> str:
     """The table as markdown: an upper part at the target quality, a lower part at each best.
 
     Missing values (target not reached, no reference method) are shown as "not reached"
-    and "—".
+    and "—"; a method without iterations as "no iterations", with the reason in the notes
+    under the table; a table without a target says why.
     """
     direction = "higher is better" if table.higher_is_better else "lower is better"
     refs = [r for r in (table.full_reference, table.goss_reference) if r]
     header = ["method", "runs", table.metric, "iter", "ASRI", "time/s"] + [f"speed-up vs {r}" for r in refs]
+    if table.target is None:
+        target_line = f"No target quality: {table.target_source}. Upper part: empty until it has results"
+    else:
+        threshold = reach_threshold(table.target, table.higher_is_better, table.tolerance)
+        target_line = (f"Target: {table.metric} {table.target:.6g} ({table.target_source}); a method reaches it at "
+                       f"{'>=' if table.higher_is_better else '<='} {threshold:.6g}"
+                       + (f" (tolerance {table.tolerance:g})" if table.tolerance else "")
+                       + ". Upper part: first iteration reaching the target")
     lines = [
         f"### {table.experiment}: {table.metric} ({direction})",
         "",
-        f"Target quality {table.target:.6g} ({table.target_source}"
-        + (f", tolerance {table.tolerance:g}" if table.tolerance else "")
-        + "). Upper part: first iteration reaching the "
-        "target; lower part: each method's best quality. time/s = training seconds (evaluation excluded); "
-        "ASRI = average sampling rate per iteration.",
+        target_line + "; lower part: each method's best quality. time/s = training seconds (evaluation "
+        "excluded); ASRI = average sampling rate per iteration.",
         "",
         "| " + " | ".join(header) + " |",
         "|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|",
     ]
     for row in table.upper:
         cells = [row.method, str(row.runs)]
-        if row.iterations is None:
-            cells += ["not reached", "—", "—", "—"] + ["—"] * len(refs)
+        if row.runs == 0:
+            cells += ["no iterations", "—", "—", "—"] + ["—"] * len(refs)
+        elif row.iterations is None:
+            cells += ["not reached" if table.target is not None else "—", "—", "—", "—"] + ["—"] * len(refs)
         else:
             cells += [f"{row.value:.4f}", str(row.iterations), f"{row.asri:.4f}", _seconds(row.seconds)]
             speedups = ([row.speedup_full] if table.full_reference else []) + (
@@ -278,10 +416,46 @@ def to_markdown(table: Table) -> str:
         lines.append("| " + " | ".join(cells) + " |")
     lines.append("| **best quality** |" + " |" * (len(header) - 1))
     for row in table.lower:
-        cells = [row.method, str(row.runs), f"{row.value:.4f}", str(row.iterations), f"{row.asri:.4f}",
-                 _seconds(row.seconds)] + [""] * len(refs)
+        if row.runs == 0:
+            cells = [row.method, "0", "no iterations", "—", "—", "—"] + [""] * len(refs)
+        else:
+            cells = [row.method, str(row.runs), f"{row.value:.4f}", str(row.iterations), f"{row.asri:.4f}",
+                     _seconds(row.seconds)] + [""] * len(refs)
         lines.append("| " + " | ".join(cells) + " |")
+    if table.equal_time is not None:
+        lines += ["", *_equal_time_markdown(table.equal_time, table.metric, table.higher_is_better)]
+    if table.notes:
+        lines += ["", "Notes:"]
+        lines += [f"- {method}: {note}" for method, notes in table.notes.items() for note in notes]
     return "\n".join(lines) + "\n"
+
+
+def _equal_time_markdown(et: EqualTime, metric: str, higher_is_better: bool) -> list[str]:
+    """The equal-time table: one column per share of the reference time, best value in bold."""
+    shares = [f"{100 * s:g}%" for s in et.shares]
+    lines = [
+        f"Quality at equal training time: each method's {metric} after {' / '.join(shares)} of {et.reference}'s "
+        f"training time to the target ({_seconds(et.seconds)} s, {et.basis}); the iteration in brackets; "
+        "† = its run had ended before that time; — = its first iteration took longer.",
+        "",
+        "| method | " + " | ".join(f"{share} ({_seconds(s * et.seconds)} s)" for share, s in zip(shares, et.shares))
+        + " |",
+        "|---|" + "---:|" * len(shares),
+    ]
+    best = []
+    for k in range(len(et.shares)):
+        values = [row[k][0] for row in et.cells.values() if row[k][0] is not None]
+        best.append((max(values) if higher_is_better else min(values)) if values else None)
+    for method, row in et.cells.items():
+        cells = []
+        for k, (value, iteration, ended) in enumerate(row):
+            if value is None:
+                cells.append("—")
+                continue
+            text = f"{value:.4f} ({iteration}{', †' if ended else ''})"
+            cells.append(f"**{text}**" if value == best[k] else text)
+        lines.append(f"| {method} | " + " | ".join(cells) + " |")
+    return lines
 
 
 def parse_markdown_table(text: str) -> list[list[str]]:

@@ -1,40 +1,35 @@
-"""Run the methods of a config, write records after each method, then tables and plots.
+"""Run the methods of a config: check everything first, then train, saving after each method.
 
-Output layout (folder ``config.output``)::
+Order of work (``docs/compare.md``):
 
-    summary.md                       every experiment's table
-    <experiment>/records.json        per-run, per-iteration records + metadata
-    <experiment>/records.csv         one row per (method, seed, iteration)
-    <experiment>/table.md            the paper-layout table
-    <experiment>/*.png               metric vs iteration / seconds, sampling rate vs iteration
+1. the command line against the config (experiments, methods, seeds; repeats dropped);
+2. the output folder: writable, and its existing records mergeable (:mod:`.store`);
+3. every chosen experiment's data, loaded and checked, and a short pre-flight run of every
+   chosen method (:mod:`.checks`) -- all before the first timed run;
+4. the timed runs.  After each method (``compare``) or seed (``run``) its records are
+   merged into the folder and everything drawn from them is rewritten at once.
 
-Records are rewritten after each finished method, so an interrupted comparison (Ctrl-C)
-keeps every finished method; the table and plots are then drawn from what finished.
+Ctrl-C stops the run in progress; what had finished is on disk already, and the command
+says what it kept before exiting with 130.
 """
 
 from __future__ import annotations
 
-import datetime as _dt
 import os
-import platform
 import sys
-from dataclasses import dataclass, field, replace
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
-import lightgbm as lgb
-
-from .._version import __version__
+from .checks import WARMUP_ROUNDS, check_data, preflight
 from .config import CompareConfig, ConfigError, Experiment, MethodSpec
-from .data import ExperimentData, head, load_data
-from .io import write_csv, write_json, write_text
+from .data import ExperimentData, load_data
+from .io import interrupts_deferred
 from .methods import RunRecord, method_seeds, run_method
-from .plots import plot_curves
 from .progress import Progress
-from .report import Table, build_table, mean_curves, to_markdown
-
-CSV_COLUMNS = ("experiment", "method", "kind", "seed", "iteration", "metric", "value", "sampling_rate",
-               "seconds", "cumulative_seconds")
+from .report import Table
+from .store import ExperimentStore, RunStore, budget_reference_seconds, check_output_folder, write_summary
 
 
 @dataclass
@@ -49,97 +44,39 @@ class ExperimentResult:
     folder: Path | None = None
 
 
-def environment() -> dict[str, Any]:
-    """Machine and versions, stored with the records (timings are only comparable within one machine)."""
-    return {
-        "smart_lgbm": __version__, "lightgbm": lgb.__version__, "python": platform.python_version(),
-        "platform": platform.platform(), "processor": platform.processor() or platform.machine(),
-        "cpu_count": os.cpu_count(), "time": _dt.datetime.now().astimezone().isoformat(timespec="seconds"),
-    }
+def _unique(values: Sequence | None) -> list | None:
+    """``values`` without repeats (first occurrence kept), or None."""
+    return None if values is None else list(dict.fromkeys(values))
 
 
-def write_records(result: ExperimentResult, folder: Path, config_path: Path | None) -> None:
-    """records.json and records.csv of the finished runs, atomically."""
-    exp = result.experiment
-    write_json(folder / "records.json", {
-        "experiment": exp.name, "metric": exp.metric, "higher_is_better": exp.higher_is_better,
-        "rounds": exp.rounds, "data": result.data_description, "params": exp.params,
-        "config": None if config_path is None else str(config_path), "environment": environment(),
-        "methods": [{"label": m.label, "kind": m.kind, "options": m.options, "params": m.params}
-                    for m in exp.methods if m.label in result.finished_methods],
-        "runs": [r.to_dict() for r in result.records],
-    })
-    write_csv(folder / "records.csv", (row for r in result.records for row in r.rows()), CSV_COLUMNS)
+def _choose_experiments(config: CompareConfig, names: Sequence[str] | None) -> list[Experiment]:
+    return [config.experiment(n) for n in _unique(names)] if names else list(config.experiments)
 
 
-def write_report(result: ExperimentResult, folder: Path) -> Table | None:
-    """table.md and the plots from the finished runs; None when the target cannot be set."""
-    exp = result.experiment
-    curves = mean_curves(result.records)
-    if not curves:
-        return None
-    try:
-        table = build_table(exp.name, exp.metric, exp.higher_is_better, curves, exp.target, exp.tolerance)
-    except ValueError:  # e.g. the target method did not finish before an interrupt
-        return None
-    text = to_markdown(table) + f"\nData: {result.data_description}.\n"
-    write_text(folder / "table.md", text)
-    plot_curves(curves, exp.metric, exp.name, folder, table.target)
-    return table
+def _load_checked(exp: Experiment, methods: Sequence[MethodSpec]) -> ExperimentData:
+    data = load_data(exp.data, f"[experiments.{exp.name}] data")
+    check_data(exp, methods, data)
+    return data
 
 
-WARMUP_ROWS = 2000
-WARMUP_ROUNDS = 3
+def _prepare(plan: Sequence[tuple[Experiment, list[MethodSpec]]], config: CompareConfig,
+             progress: Progress) -> dict[str, ExperimentData]:
+    """Load and check every experiment's data and pre-fly every method, before any timed run.
 
-
-def warm_up(exp: Experiment, data: ExperimentData, methods: list[MethodSpec]) -> None:
-    """Run every method for a few rounds on a small head of the data, untimed.
-
-    The first call of a numba kernel compiles it (or loads it from the cache), which takes
-    seconds and would be charged to the first timed iteration of whichever method runs first.
+    Returns the first experiment's data (trained next); the others are loaded again when
+    their turn comes, so that only one experiment's data is held at a time.
     """
-    small = head(data, WARMUP_ROWS)
-    brief = replace(exp, rounds=min(WARMUP_ROUNDS, exp.rounds))
-    for method in methods:
-        run_method(method, brief, small, method_seeds(method, exp)[0])
-
-
-def check_data(exp: Experiment, data: ExperimentData) -> None:
-    """Refuse ranking objectives or metrics on data without query groups, before any training."""
-    from ..params import canonicalize
-
-    objective = str(canonicalize(exp.params).get("objective", "")).lower()
-    if not data.is_ranking and (objective in ("lambdarank", "rank_xendcg") or exp.metric.startswith("ndcg")):
-        raise ConfigError(f"[experiments.{exp.name}] objective {objective!r} / metric {exp.metric!r} need query "
-                          f"groups, but the data have none ({data.description})")
-
-
-def _run_experiment(exp: Experiment, config: CompareConfig, progress: Progress, result: ExperimentResult,
-                    only: list[str] | None, write: bool) -> None:
-    methods = [m for m in exp.methods if only is None or m.label in only]
-    progress.note(f"experiment {exp.name}: loading data")
-    data: ExperimentData = load_data(exp.data)
-    result.data_description = data.description
-    check_data(exp, data)
-    progress.note(f"experiment {exp.name}: {data.description}; {exp.rounds} rounds, metric {exp.metric}")
-    if config.warmup:
-        progress.note(f"experiment {exp.name}: warming up (compiles the numba kernels; not timed)")
-        warm_up(exp, data, methods)
-    runs = [(m, s) for m in methods for s in method_seeds(m, exp)]
-    done = 0
-    for method in methods:
-        finished = []
-        for seed in method_seeds(method, exp):
-            done += 1
-            label = f"({done}/{len(runs)}) {exp.name} {method.label} seed {seed}"
-            hook = progress.run_hook(label, exp.rounds, exp.metric)
-            record = run_method(method, exp, data, seed, hook)
-            progress.run_done(label, record)
-            finished.append(record)
-        result.records.extend(finished)
-        result.finished_methods.append(method.label)
-        if write:
-            write_records(result, result.folder, config.path)
+    rounds = WARMUP_ROUNDS if config.warmup else 1
+    kept: dict[str, ExperimentData] = {}
+    for i, (exp, methods) in enumerate(plan):
+        progress.note(f"experiment {exp.name}: loading and checking the data")
+        data = _load_checked(exp, methods)
+        progress.note(f"experiment {exp.name}: {data.description}; pre-flight run of "
+                      f"{len(methods)} method(s), {rounds} round(s) on the first rows (not timed)")
+        preflight(exp, data, methods, rounds)
+        if i == 0:
+            kept[exp.name] = data
+    return kept
 
 
 def run_compare(
@@ -148,6 +85,7 @@ def run_compare(
     methods: list[str] | None = None,
     experiments: list[str] | None = None,
     output: str | os.PathLike | None = None,
+    overwrite: bool = False,
     stream: TextIO | None = None,
 ) -> list[ExperimentResult]:
     """Run a comparison and write its files.
@@ -156,9 +94,13 @@ def run_compare(
     ----------
     config : CompareConfig
     methods, experiments : list of str, optional
-        Run only these method labels / experiment names.
+        Run only these method labels / experiment names (repeats are ignored).  The other
+        methods' earlier results in the output folder are kept (see :mod:`.store`).
     output : path-like, optional
         Overrides ``config.output``.
+    overwrite : bool, default=False
+        Replace records in the output folder that new runs cannot be merged into (another
+        setup, an older format) instead of refusing to start.
     stream : text stream, optional
         Progress goes here (default ``sys.stderr``).
 
@@ -168,44 +110,82 @@ def run_compare(
 
     Raises
     ------
+    ConfigError
+        Before anything trains: bad command-line choices, output folder, data or parameters.
     KeyboardInterrupt
-        Re-raised after the finished methods' records, tables and plots are written and the
-        kept results are listed on ``stream``.
+        Re-raised after the kept results are listed on ``stream`` (they are on disk already).
     """
     progress = Progress(stream or sys.stderr, config.progress_seconds)
     out = Path(output) if output is not None else config.output
-    chosen = [config.experiment(n) for n in experiments] if experiments else list(config.experiments)
-    for label in methods or []:  # unknown labels fail before anything runs
+    chosen = _choose_experiments(config, experiments)
+    labels = _unique(methods)
+    for label in labels or []:  # unknown labels fail before anything runs
         if not any(label in exp.labels for exp in chosen):
             known = dict.fromkeys(m for exp in chosen for m in exp.labels)
             raise ConfigError(f"no method {label!r} in the chosen experiments; methods: {', '.join(known)}")
+    plan = [(exp, _in_order([m for m in exp.methods if labels is None or m.label in labels], exp)) for exp in chosen]
+    plan = [(exp, ms) for exp, ms in plan if ms]
+    check_output_folder(out, [out / exp.name for exp, _ in plan])
+    stores = {exp.name: ExperimentStore(exp, out / exp.name, [m.label for m in ms], overwrite, config.path)
+              for exp, ms in plan}
+    for exp, ms in plan:  # budgets need the target's time: from this run, or from the folder
+        if any(exp.budget_of(m) is not None for m in ms) and exp.target_method not in [m.label for m in ms]:
+            budget_reference_seconds(exp, stores[exp.name])
+    order = [e.name for e in config.experiments]
     results: list[ExperimentResult] = []
     try:
-        for exp in chosen:
-            result = ExperimentResult(exp, folder=out / exp.name)
+        loaded = _prepare(plan, config, progress)
+        for exp, exp_methods in plan:
+            store = stores[exp.name]
+            result = ExperimentResult(exp, folder=store.folder)
             results.append(result)
-            _run_experiment(exp, config, progress, result, methods, write=True)
-            result.table = write_report(result, result.folder)
-            progress.note(f"experiment {exp.name}: wrote {result.folder}")
+            data = loaded.pop(exp.name, None) or _load_checked(exp, exp_methods)
+            result.data_description = store.data_description = data.description
+            progress.note(f"experiment {exp.name}: {data.description}; metric {exp.metric}")
+            _run_methods(exp, exp_methods, data, store, result, progress, out, order)
+            progress.note(f"experiment {exp.name}: wrote {store.folder}")
     except KeyboardInterrupt:
-        kept = []
-        for result in results:
-            if result.records:
-                result.table = write_report(result, result.folder)
-                kept.append(f"{result.experiment.name}: {', '.join(result.finished_methods)}")
-        _write_summary(results, out)
-        progress.note("interrupted; kept the finished methods' results"
-                      + (f" in {out}: " + "; ".join(kept) if kept else ": none had finished")
-                      + ". Unfinished runs were discarded.")
+        kept = [f"{r.experiment.name}: {', '.join(r.finished_methods)}" for r in results if r.finished_methods]
+        progress.note("interrupted; "
+                      + (f"kept the finished methods' results in {out} ({'; '.join(kept)})" if kept
+                         else "no method had finished, nothing was written")
+                      + ". The unfinished method's runs were discarded; its earlier results, if any, are kept.")
         raise
-    _write_summary(results, out)
     return results
 
 
-def _write_summary(results: list[ExperimentResult], out: Path) -> None:
-    tables = [to_markdown(r.table) + f"\nData: {r.data_description}.\n" for r in results if r.table is not None]
-    if tables:
-        write_text(out / "summary.md", "# smart-lgbm comparison\n\n" + "\n".join(tables))
+def _in_order(methods: list[MethodSpec], exp: Experiment) -> list[MethodSpec]:
+    """``methods`` with the target method first when another method's time budget needs its time."""
+    if not any(exp.budget_of(m) is not None for m in methods):
+        return methods
+    return sorted(methods, key=lambda m: m.label != exp.target_method)  # stable: config order otherwise
+
+
+def _budget_seconds(exp: Experiment, method: MethodSpec, store: ExperimentStore) -> float | None:
+    share = exp.budget_of(method)
+    return None if share is None else share * budget_reference_seconds(exp, store)
+
+
+def _run_methods(exp: Experiment, methods: Sequence[MethodSpec], data: ExperimentData, store: ExperimentStore,
+                 result: ExperimentResult, progress: Progress, out: Path, order: Sequence[str]) -> None:
+    runs = [(m, s) for m in methods for s in method_seeds(m, exp)]
+    done = 0
+    for method in methods:
+        finished = []
+        budget = _budget_seconds(exp, method, store)
+        for seed in method_seeds(method, exp):
+            done += 1
+            label = f"({done}/{len(runs)}) {exp.name} {method.label} seed {seed}"
+            record = run_method(method, exp, data, seed, progress.run_hook(label, exp.rounds_of(method), exp.metric),
+                                budget_seconds=budget)
+            progress.run_done(label, record)
+            finished.append(record)
+        store.add_method(method, finished)
+        result.records.extend(finished)
+        result.finished_methods.append(method.label)
+        with interrupts_deferred():  # records, table, plots and summary: all or (on a crash) none new
+            result.table = store.write()
+            write_summary(out, order)
 
 
 def run_single(
@@ -215,37 +195,67 @@ def run_single(
     experiments: list[str] | None = None,
     seeds: list[int] | None = None,
     output: str | os.PathLike | None = None,
+    overwrite: bool = False,
     stream: TextIO | None = None,
 ) -> list[RunRecord]:
-    """Train one method (every experiment, or the chosen ones) and write its records and models.
+    """Train one method (in every experiment that has it, or the chosen ones) and keep its models.
 
     Records go to ``<output>/<experiment>/run_<method>.json`` and ``.csv``, each seed's model
     (LightGBM's text format, loadable with ``lightgbm.Booster(model_file=...)``) to
-    ``<output>/<experiment>/model_<method>_seed<seed>.txt``, as soon as that seed finishes;
-    the comparison's own files are left alone.
+    ``<output>/<experiment>/model_<method>_seed<seed>.txt``, together, as soon as that seed
+    finishes; seeds run before (same setup) stay.  The comparison's own files are left alone.
+
+    Raises
+    ------
+    ConfigError
+        Before anything trains, as :func:`run_compare`; also for a negative seed or an
+        experiment without the method.
+    KeyboardInterrupt
+        Re-raised after the kept seeds are listed on ``stream``.
     """
     progress = Progress(stream or sys.stderr, config.progress_seconds)
     out = Path(output) if output is not None else config.output
-    chosen = [config.experiment(n) for n in experiments] if experiments else list(config.experiments)
+    if experiments:
+        chosen = _choose_experiments(config, experiments)
+        for exp in chosen:
+            exp.method(method)  # the method must be in every chosen experiment
+    else:
+        chosen = [e for e in config.experiments if method in e.labels]
+        if not chosen:
+            known = dict.fromkeys(m for e in config.experiments for m in e.labels)
+            raise ConfigError(f"no method {method!r} in the config; methods: {', '.join(known)}")
+    seed_list = _unique(seeds)
+    for seed in seed_list or []:
+        if seed < 0:
+            raise ConfigError(f"--seed must be an integer >= 0, got {seed}")
+    plan = [(exp, [exp.method(method)]) for exp in chosen]
+    check_output_folder(out, [out / exp.name for exp in chosen])
+    stores = {exp.name: RunStore(exp, exp.method(method), out / exp.name, overwrite) for exp in chosen}
+    # a time budget multiplies the target method's time in the folder's comparison records
+    budgets = {exp.name: _budget_seconds(exp, spec, ExperimentStore(exp, out / exp.name, exp.labels))
+               for exp, (spec,) in plan}
     records: list[RunRecord] = []
-    for exp in chosen:
-        spec = exp.method(method)
-        data = load_data(exp.data)
-        check_data(exp, data)
-        progress.note(f"experiment {exp.name}: {data.description}; {exp.rounds} rounds, metric {exp.metric}")
-        if config.warmup:
-            warm_up(exp, data, [spec])
-        mine = []
-        folder = out / exp.name
-        for seed in seeds or method_seeds(spec, exp):
-            label = f"{exp.name} {spec.label} seed {seed}"
-            model_path = folder / f"model_{spec.label}_seed{seed}.txt"
-            record = run_method(spec, exp, data, seed, progress.run_hook(label, exp.rounds, exp.metric),
-                                on_model=lambda booster, path=model_path: write_text(path, booster.model_to_string()))
-            progress.run_done(label, record)
-            mine.append(record)
-        write_json(folder / f"run_{spec.label}.json", {"environment": environment(), "data": data.description,
-                                                       "runs": [r.to_dict() for r in mine]})
-        write_csv(folder / f"run_{spec.label}.csv", (row for r in mine for row in r.rows()), CSV_COLUMNS)
-        records.extend(mine)
+    try:
+        loaded = _prepare(plan, config, progress)
+        for exp, (spec,) in plan:
+            store = stores[exp.name]
+            data = loaded.pop(exp.name, None) or _load_checked(exp, [spec])
+            store.data_description = data.description
+            progress.note(f"experiment {exp.name}: {data.description}; {exp.rounds_of(spec)} rounds, "
+                          f"metric {exp.metric}")
+            for seed in seed_list or method_seeds(spec, exp):
+                label = f"{exp.name} {spec.label} seed {seed}"
+                models = []
+                record = run_method(spec, exp, data, seed, progress.run_hook(label, exp.rounds_of(spec), exp.metric),
+                                    on_model=models.append, budget_seconds=budgets[exp.name])
+                progress.run_done(label, record)
+                store.add_seed(record, models[0].model_to_string())
+                records.append(record)
+    except KeyboardInterrupt:
+        kept = [f"{e.name} seeds {', '.join(map(str, stores[e.name].seeds))}" for e in chosen if stores[e.name].seeds]
+        progress.note("interrupted; "
+                      + (f"{method}'s finished seeds are saved in {out} ({'; '.join(kept)})" if kept
+                         else "no seed had finished, nothing was written")
+                      + ". The unfinished seed was discarded.")
+        raise
     return records

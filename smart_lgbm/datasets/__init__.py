@@ -9,6 +9,7 @@ from .ranking import (
     read_query_file,
 )
 from .synthetic import make_dense_binary
+from .synthetic_sparse_ranking import make_yahoo_like, make_yahoo_like_split
 from .synthetic_ranking import make_mslr_like, make_mslr_like_split, train_test_split_by_query
 
 __all__ = [
@@ -21,6 +22,8 @@ __all__ = [
     "load_svmlight_ranking",
     "make_mslr_like",
     "make_mslr_like_split",
+    "make_yahoo_like",
+    "make_yahoo_like_split",
     "read_query_file",
     "train_test_split_by_query",
 ]

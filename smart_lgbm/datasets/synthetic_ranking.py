@@ -26,7 +26,7 @@ _N_LATENT = 8
 _N_QUERY_FEATURES = 3
 
 
-def _query_sizes(n_docs: int, mean_size: float, size_sigma: float, max_size: int,
+def query_sizes(n_docs: int, mean_size: float, size_sigma: float, max_size: int,
                  rng: np.random.Generator) -> np.ndarray:
     """Log-normal query sizes (mean ``mean_size`` before clipping to ``[1, max_size]``)."""
     mu = np.log(mean_size) - size_sigma**2 / 2.0
@@ -42,6 +42,42 @@ def _query_sizes(n_docs: int, mean_size: float, size_sigma: float, max_size: int
     out = out[: last + 1].copy()
     out[-1] -= int(cum[last]) - n_docs  # trim the last query so the sizes sum to n_docs
     return out[out > 0]
+
+
+def check_query_and_label_args(max_query_size: int, label_shares: tuple[float, ...]) -> np.ndarray:
+    """Validate the query-size cap and the label shares of a ranking generator; the shares as an array."""
+    if not 1 <= max_query_size <= 10_000:
+        raise ValueError(f"max_query_size must be in [1, 10000] (LightGBM's limit), got {max_query_size}")
+    shares = np.asarray(label_shares, dtype=np.float64)
+    if shares.ndim != 1 or shares.shape[0] < 2 or np.any(shares < 0) or shares.sum() <= 0:
+        raise ValueError(f"label_shares must be >= 2 non-negative numbers, got {label_shares!r}")
+    return shares
+
+
+def relevance_of(z: np.ndarray, w_q: np.ndarray, u_q: np.ndarray, context_q: np.ndarray,
+                 noise: np.ndarray) -> np.ndarray:
+    """The latent relevance of documents with factors ``z`` in queries with the given effects.
+
+    ``w_q z0 + 0.8 tanh(1.5 z1) + 0.5 z2 z3 + 0.6 max(z4, 0) - 0.4 |z5| + 0.3 z6 c_q + u_q
+    + noise``, the model both synthetic ranking generators share (per-document query
+    effects ``w_q``, ``u_q``, ``context_q`` and the drawn, scaled ``noise``).
+    """
+    return (
+        w_q * z[:, 0]
+        + 0.8 * np.tanh(1.5 * z[:, 1])
+        + 0.5 * z[:, 2] * z[:, 3]
+        + 0.6 * np.maximum(z[:, 4], 0.0)
+        - 0.4 * np.abs(z[:, 5])
+        + 0.3 * z[:, 6] * context_q
+        + u_q
+        + noise
+    )
+
+
+def labels_from(relevance: np.ndarray, shares: np.ndarray) -> np.ndarray:
+    """Graded labels: ``relevance`` cut at its global quantiles of the label ``shares``."""
+    cuts = np.quantile(relevance, np.cumsum(shares / shares.sum())[:-1])
+    return np.searchsorted(cuts, relevance, side="right").astype(np.int32)
 
 
 def make_mslr_like(
@@ -106,17 +142,13 @@ def make_mslr_like(
         raise ValueError(f"n_docs must be >= 1, got {n_docs}")
     if n_features < _N_QUERY_FEATURES + 1:
         raise ValueError(f"n_features must be >= {_N_QUERY_FEATURES + 1}, got {n_features}")
-    if not 1 <= max_query_size <= 10_000:
-        raise ValueError(f"max_query_size must be in [1, 10000] (LightGBM's limit), got {max_query_size}")
-    shares = np.asarray(label_shares, dtype=np.float64)
-    if shares.ndim != 1 or shares.shape[0] < 2 or np.any(shares < 0) or shares.sum() <= 0:
-        raise ValueError(f"label_shares must be >= 2 non-negative numbers, got {label_shares!r}")
+    shares = check_query_and_label_args(max_query_size, label_shares)
 
     master = np.random.SeedSequence(seed)
     setup_seq, chunk_seq = master.spawn(2)
     rng = np.random.default_rng(setup_seq)
 
-    group = _query_sizes(n_docs, mean_query_size, query_size_sigma, max_query_size, rng)
+    group = query_sizes(n_docs, mean_query_size, query_size_sigma, max_query_size, rng)
     nq = group.shape[0]
     u = rng.normal(0.0, 0.6, nq).astype(np.float32)
     w = rng.uniform(0.5, 1.5, nq).astype(np.float32)
@@ -161,19 +193,8 @@ def make_mslr_like(
         out[:, n_doc_features] = cq[:, 0]
         out[:, n_doc_features + 1] = u[q] + crng.normal(0.0, 0.3, m).astype(np.float32)
         out[:, n_doc_features + 2] = qsize_feature[q]
-        relevance[lo:hi] = (
-            w[q] * z[:, 0]
-            + 0.8 * np.tanh(1.5 * z[:, 1])
-            + 0.5 * z[:, 2] * z[:, 3]
-            + 0.6 * np.maximum(z[:, 4], 0.0)
-            - 0.4 * np.abs(z[:, 5])
-            + 0.3 * z[:, 6] * cq[:, 0]
-            + u[q]
-            + noise * crng.standard_normal(m, dtype=np.float32)
-        )
-    cuts = np.quantile(relevance, np.cumsum(shares / shares.sum())[:-1])
-    y = np.searchsorted(cuts, relevance, side="right").astype(np.int32)
-    return X, y, group
+        relevance[lo:hi] = relevance_of(z, w[q], u[q], cq[:, 0], noise * crng.standard_normal(m, dtype=np.float32))
+    return X, labels_from(relevance, shares), group
 
 
 def _identity(x: np.ndarray) -> np.ndarray:
