@@ -7,16 +7,22 @@ from typing import Any
 
 from lightgbm.callback import CallbackEnv
 
-_FIELDS = ("num_sampled", "sampling_rate", "sample_seconds", "seconds")
+_FIELDS = ("num_sampled", "sampling_rate", "num_trees", "sample_seconds", "tree_seconds", "update_seconds",
+           "seconds")
 
 
 def record_sampling(out: dict[str, list[Any]]) -> Callable[[CallbackEnv], None]:
     """Record, per iteration, the rows sampled, the sampling rate and the seconds spent.
 
     Works with :func:`smart_lgbm.train` (and the scikit-learn estimators).  ``out`` is
-    cleared, then gets lists under ``num_sampled``, ``sampling_rate`` (sampled rows / all
-    rows), ``sample_seconds`` (gradients and sampling) and ``seconds`` (the whole training
-    step of the iteration, evaluation excluded), one entry per iteration.
+    cleared, then gets one entry per iteration under:
+
+    * ``num_sampled``: rows the tree learner saw; ``sampling_rate``: that over all rows;
+    * ``num_trees``: trees the iteration added (0 when its sample could not split);
+    * ``sample_seconds``: gradients of all rows and the draw; ``tree_seconds``: LightGBM
+      fitting the tree(s) on the sample (subset copy included); ``update_seconds``: every
+      training and validation row's score update; ``seconds``: the whole training step of
+      the iteration (their sum; evaluation excluded).
 
     Parameters
     ----------

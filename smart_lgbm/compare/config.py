@@ -443,12 +443,8 @@ def _check_objective(exp_name: str, metric: str, params: dict[str, Any], methods
     from ..params import canonicalize, make_config, resolve_loss
 
     where = f"[experiments.{exp_name}]"
-    for method in methods:
-        if method.kind in ENGINE_KINDS:
-            try:
-                make_config({**params, **method.params, **lightgbm_metric_params(metric)}, rounds)
-            except (TypeError, ValueError) as exc:
-                raise ConfigError(f"{where} method {method.label!r}: {exc}") from None
+    # The comparison's own rule first (stricter than LightGBM's: the metric must measure what
+    # the objective fits), for every method in config order; then the engine's checks.
     for method in methods:
         merged = canonicalize({**params, **method.params})
         objective = str(merged.get("objective", "regression"))
@@ -457,6 +453,12 @@ def _check_objective(exp_name: str, metric: str, params: dict[str, Any], methods
         except (TypeError, ValueError):
             continue  # an objective only stock LightGBM knows: LightGBM judges the metric
         check_metric_fits(metric, objective, loss.lightgbm_objective or "", f"{where} method {method.label!r}:")
+    for method in methods:
+        if method.kind in ENGINE_KINDS:
+            try:
+                make_config({**params, **method.params, **lightgbm_metric_params(metric)}, rounds)
+            except (TypeError, ValueError) as exc:
+                raise ConfigError(f"{where} method {method.label!r}: {exc}") from None
 
 
 def lightgbm_metric_params(metric: str) -> dict[str, Any]:

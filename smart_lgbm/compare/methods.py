@@ -203,8 +203,10 @@ class _Recorder:
         return [after > b for after, b in zip(self.trees, before)]
 
 
-#: What LightGBM and the engine say when no tree of an iteration can split.
+#: What LightGBM and the engine say when no tree of an iteration can split and training ends...
 _NO_SPLIT = "no more leaves that meet the split requirements"
+#: ... and what the engine says when a random sample could not split and training goes on.
+_SAMPLE_NOT_SPLIT = "sample could not be split"
 
 
 def _stopped_note(done: int, rounds: int, unsplittable: bool, engine: bool, budget: float | None = None) -> str:
@@ -215,23 +217,25 @@ def _stopped_note(done: int, rounds: int, unsplittable: bool, engine: bool, budg
         return f"stopped after {done} of {rounds} iterations"
     why = "no split met LightGBM's requirements (min_data_in_leaf, min_gain_to_split, ...)"
     if engine:
-        why += " on that iteration's rows; the engine ends training there"
+        why += " and the sampler draws no differently next time; the engine ends training there"
     if done == 0:
         return f"no iterations: the first iteration's tree could not split: {why}"
     return f"stopped after {done} of {rounds} iterations: {why}"
 
 
-def _keep_tree_iterations(record: RunRecord, recorder: _Recorder, seconds: list[float], rows: list[int],
-                          n_rows: int, stopped_when_stuck: bool) -> None:
-    """Fill ``record`` with the iterations of a stock run that added a tree.
+def _keep_tree_iterations(record: RunRecord, recorder: _Recorder, seconds: list[float], kept: list[bool],
+                          rates: list[float], stopped_when_stuck: bool, engine: bool) -> None:
+    """Fill ``record`` with the iterations of a run that added trees.
 
-    An iteration whose tree could not split changes nothing but costs time: its seconds
-    are charged to the next iteration that adds a tree, so cumulative seconds stay the
-    time spent to reach each model (those after the last tree are charged to none).
+    An iteration whose trees could not split changes nothing but costs time (stock
+    ``lightgbm.train`` goes on calling ``update()``, LightGBM's bagging and the engine's
+    random samplers go on with the next sample): its seconds are charged to the next
+    iteration that adds a tree, so cumulative seconds stay the time spent to reach each model
+    (those after the last tree are charged to none).  ``rates`` holds the sampling rate of
+    each kept iteration.
     """
-    kept = recorder.kept()
-    if len(rows) != sum(kept):
-        raise RuntimeError(f"the model holds {len(rows)} iterations' trees, but {sum(kept)} iterations added trees")
+    if len(rates) != sum(kept):
+        raise RuntimeError(f"the model holds {len(rates)} iterations' trees, but {sum(kept)} iterations added trees")
     carried = 0.0
     for i, added in enumerate(kept):
         carried += seconds[i]
@@ -239,11 +243,11 @@ def _keep_tree_iterations(record: RunRecord, recorder: _Recorder, seconds: list[
             record.values.append(recorder.values[i])
             record.seconds.append(carried)
             carried = 0.0
-    record.sampling_rate = [r / n_rows for r in rows]
+    record.sampling_rate = list(rates)
     skipped = len(kept) - sum(kept)
     notes = []
-    if stopped_when_stuck and skipped:
-        notes.append(_stopped_note(record.num_iterations, record.rounds, True, engine=False))
+    if stopped_when_stuck and skipped or (engine and len(kept) < record.rounds and not recorder.over_budget):
+        notes.append(_stopped_note(record.num_iterations, record.rounds, True, engine=engine))
     elif skipped:
         trailing = len(kept) - 1 - max((i for i, added in enumerate(kept) if added), default=-1)
         notes.append(f"{skipped} of {len(kept)} iterations added no tree (no split met LightGBM's requirements on "
@@ -328,8 +332,9 @@ def run_method(
                              stop_when_stuck=is_deterministic(method, experiment), budget=budget_seconds)
         booster = lgb.train(params, train_set, rounds, valid_sets=[valid_set],
                             valid_names=[VALID_NAME], callbacks=[*clock.callbacks, recorder])
-        _keep_tree_iterations(record, recorder, clock.seconds, rows_per_tree_iteration(booster),
-                              data.train.num_rows, recorder.stop_when_stuck)
+        _keep_tree_iterations(record, recorder, clock.seconds, recorder.kept(),
+                              [r / data.train.num_rows for r in rows_per_tree_iteration(booster)],
+                              recorder.stop_when_stuck, engine=False)
     else:
         sampling: dict[str, list[Any]] = {}
         recorder = _Recorder(experiment.metric, on_iteration, lambda: float(sum(sampling["seconds"])),
@@ -340,18 +345,13 @@ def run_method(
             warnings.simplefilter("always")
             booster = engine_train(params, train_set, rounds, sampler=sampler, valid_sets=[valid_set],
                                    valid_names=[VALID_NAME], callbacks=[record_sampling(sampling), recorder])
-        unsplittable = False
-        for w in caught:  # keep the engine's stop message as the record's note; pass the others on
-            if _NO_SPLIT in str(w.message):
-                unsplittable = True
-            else:
+        for w in caught:  # the engine's split messages become the record's note; pass the others on
+            if _NO_SPLIT not in str(w.message) and _SAMPLE_NOT_SPLIT not in str(w.message):
                 warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-        record.values = recorder.values
-        record.sampling_rate = [float(r) for r in sampling["sampling_rate"]]
-        record.seconds = [float(s) for s in sampling["seconds"]]
-        if record.num_iterations < rounds:
-            record.note = _stopped_note(record.num_iterations, rounds, unsplittable, engine=True,
-                                        budget=budget_seconds if recorder.over_budget else None)
+        kept = [trees > 0 for trees in sampling["num_trees"]]
+        _keep_tree_iterations(record, recorder, [float(s) for s in sampling["seconds"]], kept,
+                              [float(r) for r, k in zip(sampling["sampling_rate"], kept) if k],
+                              stopped_when_stuck=False, engine=True)
     record.wall_seconds = time.perf_counter() - wall
     if on_model is not None:
         on_model(booster)
