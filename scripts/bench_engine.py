@@ -1,26 +1,38 @@
 #!/usr/bin/env python
-"""Engine overhead against stock LightGBM, side by side in one run.
+"""Per-iteration time and peak memory of the engine against stock LightGBM, side by side.
 
-For each data set, per-iteration wall time and peak memory of:
-  stock full training, stock ``bagging_fraction=r`` (``bagging_freq=1``), and the engine
-  with ``Uniform(r)`` and ``FirstOrder(rate=r)`` (and ``Full()``),
-each measured in its own fresh subprocess (so peak RSS is that method's alone), repeated,
-reported as medians, with ratios against stock bagging at the same rate and stock full.
+For each data set, every method trains in its own fresh subprocess (so its peak RSS is its
+own), the methods interleaved within each repeat (so drifts in machine load hit them
+alike); reported are medians over the repeats of each process's median per-iteration wall
+time (first 3 iterations dropped: binning, first-touch pages, numba's cache load) and the
+ratios against stock full training and stock bagging at the same rate.  For the engine the
+median time of each step of an iteration comes from :func:`smart_lgbm.record_sampling`:
+gradients and draw of all rows ("sample"), LightGBM's tree on the sample ("tree": subset
+copy, one training-data reset, update, model text, rollback) and every row's score update
+("update": the compiled walk over the raw features).
 
-Data: ``mslr-sized`` = synthetic dense binary data of MSLR-WEB10K's shape (720,000 x 136,
-``smart_lgbm.datasets.synthetic.make_dense_binary``, seed 0) at r = 0.1;
-``a9a`` = the bundled real LIBSVM a9a training set (32,561 x 123 sparse) at r = 0.3.
+Methods: stock full, stock ``bagging_fraction=r`` (``bagging_freq=1``), stock GOSS
+(``top_rate = other_rate = r/2``), and the engine with ``Uniform(r)``, ``FirstOrder(rate=r)``,
+``MVS(rate=r)`` and ``Full()``.  Data (all made in-process, seeded; ``synthetic`` is said
+wherever it is):
 
-Usage: python scripts/bench_engine.py [--repeats 3] [--a9a-repeats 15] [--paired 40] [--quick]
-       [--out docs/results/bench_engine.md]
+* ``higgs-like``: synthetic dense binary, 2,000,000 x 28 float32 (HIGGS's width), 63 leaves,
+  ``min_data_in_leaf=100``, r = 0.1;
+* ``400k-60``: synthetic dense binary, 400,000 x 60 float32, 31 leaves, r = 0.1;
+* ``mslr-sized``: synthetic dense binary, 720,000 x 136 float32 (MSLR-WEB10K's shape), 31
+  leaves, r = 0.1;
+* ``nan-float64``: synthetic dense binary, 1,200,000 x 44 float64 with 10% NaN, 63 leaves,
+  r = 0.1;
+* ``mslr-like``: synthetic LambdaMART, ``make_mslr_like``: 720,000 documents x 136, 31 leaves,
+  r = 0.1;
+* ``yahoo-like``: synthetic sparse LambdaMART, ``make_yahoo_like``: 470,000 documents x 700
+  CSR, 31 leaves, r = 0.1;
+* ``a9a``: the bundled real LIBSVM a9a training set (32,561 x 123 sparse), 31 leaves, r = 0.3,
+  with 15 repeats and a paired timing (stock bagging and the engine alternating in short runs
+  inside one process, each engine run divided by the stock run next to it).
 
-a9a gets its own, larger number of repeats: an a9a process takes seconds, and on a
-shared 2-core machine the per-iteration time of the same method varies widely from
-process to process (the per-process figures go to stderr), so a median of a few
-processes would decide the ratio by chance.
-For the same reason a9a also gets a paired timing (``--paired``): stock bagging and the
-engine alternate in short runs inside one process and each engine run is compared with
-the stock run next to it.
+Usage: python scripts/bench_engine.py [--repeats 5] [--a9a-repeats 15] [--paired 40]
+       [--data higgs-like a9a ...] [--quick] [--out docs/results/bench_engine.md]
 """
 
 from __future__ import annotations
@@ -39,7 +51,26 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-PARAMS = {"objective": "binary", "num_leaves": 31, "learning_rate": 0.1, "verbosity": -1, "seed": 1}
+
+#: name -> (description, rate, rounds, LightGBM parameters besides the shared ones)
+CASES: dict[str, tuple[str, float, int, dict]] = {
+    "higgs-like": ("synthetic dense binary, 2,000,000 x 28 float32", 0.1, 25,
+                   {"objective": "binary", "num_leaves": 63, "min_data_in_leaf": 100}),
+    "400k-60": ("synthetic dense binary, 400,000 x 60 float32", 0.1, 25, {"objective": "binary", "num_leaves": 31}),
+    "mslr-sized": ("synthetic dense binary, 720,000 x 136 float32 (MSLR-WEB10K's shape)", 0.1, 25,
+                   {"objective": "binary", "num_leaves": 31}),
+    "nan-float64": ("synthetic dense binary, 1,200,000 x 44 float64, 10% NaN", 0.1, 25,
+                    {"objective": "binary", "num_leaves": 63}),
+    "mslr-like": ("synthetic LambdaMART (make_mslr_like), 720,000 documents x 136 float32", 0.1, 20,
+                  {"objective": "lambdarank", "num_leaves": 31, "min_data_in_leaf": 50}),
+    "yahoo-like": ("synthetic sparse LambdaMART (make_yahoo_like), 470,000 documents x 700 CSR", 0.1, 20,
+                   {"objective": "lambdarank", "num_leaves": 31, "min_data_in_leaf": 50}),
+    "a9a": ("real LIBSVM a9a, 32,561 x 123 sparse", 0.3, 200, {"objective": "binary", "num_leaves": 31}),
+}
+SHARED = {"learning_rate": 0.1, "verbosity": -1, "seed": 1, "num_threads": 2}
+METHODS = ["stock_full", "stock_bagging", "stock_goss", "engine_uniform", "engine_first_order", "engine_mvs",
+           "engine_full"]
+STEPS = ("sample_seconds", "tree_seconds", "update_seconds")
 
 
 def _status_mb(field: str) -> float:
@@ -52,20 +83,59 @@ def _status_mb(field: str) -> float:
     raise RuntimeError(f"{field} not in /proc/self/status")
 
 
-def _load(data_path: str) -> tuple:
-    if data_path.endswith(".npz"):
-        import scipy.sparse as sp
+def make_data(name: str, folder: Path, quick: bool) -> Path:
+    """Write the case's data once (workers load it); returns the .npz path."""
+    import scipy.sparse as sp
 
-        return sp.load_npz(data_path), np.load(data_path.replace(".npz", "_y.npy"))
-    return np.load(data_path), np.load(data_path.replace(".npy", "_y.npy"))
+    from smart_lgbm.datasets.synthetic import make_dense_binary
+
+    scale = 20 if quick else 1
+    path = folder / f"{name}.npz"
+    group = None
+    if name == "a9a":
+        from smart_lgbm.datasets.bundled import load_a9a
+
+        (X, y), _ = load_a9a()
+    elif name in ("mslr-like", "yahoo-like"):
+        if name == "mslr-like":
+            from smart_lgbm.datasets.synthetic_ranking import make_mslr_like as make
+            split = make(720_000 // scale, 136, seed=0)
+        else:
+            from smart_lgbm.datasets.synthetic_sparse_ranking import make_yahoo_like as make
+            split = make(470_000 // scale, 700, seed=0)
+        X, y, group = split.X, split.y, split.group
+    else:
+        n, f = {"higgs-like": (2_000_000, 28), "400k-60": (400_000, 60), "mslr-sized": (720_000, 136),
+                "nan-float64": (1_200_000, 44)}[name]
+        X, y = make_dense_binary(n // scale, f, seed=0)
+        if name == "nan-float64":
+            X = X.astype(np.float64)
+            X[np.random.default_rng(0).random(X.shape) < 0.1] = np.nan
+    if sp.issparse(X):
+        sp.save_npz(folder / f"{name}_X.npz", sp.csr_matrix(X))
+        np.savez(path, y=y, group=np.zeros(0) if group is None else group, sparse=True)
+    else:
+        np.savez(path, X=X, y=y, group=np.zeros(0) if group is None else group, sparse=False)
+    return path
 
 
-def _seconds_per_iter(X, y, method: str, rate: float, rounds: int) -> float:
-    """Train one method once; median wall time per iteration (first 3 dropped)."""
+def _load(path: str) -> tuple:
+    import scipy.sparse as sp
+
+    arrays = np.load(path)
+    X = sp.load_npz(path.replace(".npz", "_X.npz")) if arrays["sparse"] else arrays["X"]
+    group = arrays["group"] if arrays["group"].size else None
+    return X, arrays["y"], group
+
+
+def _train(X, y, group, case: str, method: str, rounds: int) -> tuple[list[float], dict[str, list[float]]]:
+    """Train one method once; per-iteration wall times and, for the engine, its step record."""
     import lightgbm as lgb
 
     import smart_lgbm as sl
 
+    _, rate, _, extra = CASES[case]
+    params = {**SHARED, **extra}
     times: list[float] = []
     last = [0.0]
 
@@ -76,160 +146,147 @@ def _seconds_per_iter(X, y, method: str, rate: float, rounds: int) -> float:
 
     clock.order = 100  # type: ignore[attr-defined]
     # As a user would pass it: not constructed.  Stock lightgbm.train bins it; the engine
-    # bins its own copy (the caller's object stays untouched).  Binning falls in the first
-    # iterations, which are dropped below.
-    dataset = lgb.Dataset(X, y, params={"verbosity": -1}, free_raw_data=False)
+    # bins its own copy and walks the caller's raw array (the caller's object stays untouched).
+    dataset = lgb.Dataset(X, y, group=group, params={"verbosity": -1})
+    record: dict[str, list[float]] = {}
     last[0] = time.perf_counter()
-    if method == "stock_full":
-        lgb.train(PARAMS, dataset, rounds, callbacks=[clock])
-    elif method == "stock_bagging":
-        lgb.train({**PARAMS, "bagging_fraction": rate, "bagging_freq": 1}, dataset, rounds, callbacks=[clock])
+    if method.startswith("stock"):
+        extra_params = {"stock_full": {},
+                        "stock_bagging": {"bagging_fraction": rate, "bagging_freq": 1},
+                        "stock_goss": {"data_sample_strategy": "goss", "top_rate": rate / 2,
+                                       "other_rate": rate / 2}}[method]
+        lgb.train({**params, **extra_params}, dataset, rounds, callbacks=[clock])
     else:
         sampler = {"engine_uniform": sl.Uniform(rate), "engine_first_order": sl.FirstOrder(rate=rate),
-                   "engine_full": sl.Full()}[method]
-        sl.train(PARAMS, dataset, rounds, sampler=sampler, callbacks=[clock])
-    # drop the first iterations: one-off set-up (binning, histogram pools, first-touch pages)
-    return statistics.median(times[min(3, len(times) - 1):])
+                   "engine_mvs": sl.MVS(rate=rate), "engine_full": sl.Full()}[method]
+        sl.train(params, dataset, rounds, sampler=sampler, callbacks=[clock, sl.record_sampling(record)])
+    return times, record
 
 
-def worker(data_path: str, method: str, rate: float, rounds: int) -> dict:
-    """Train one method in this (fresh) process; per-iteration seconds and peak RSS."""
+def worker(path: str, case: str, method: str, rounds: int) -> dict:
+    """Train one method in this (fresh) process; per-iteration seconds, steps and peak RSS."""
     import lightgbm  # noqa: F401  (imported before the baseline RSS: not training memory)
 
     import smart_lgbm  # noqa: F401
 
-    X, y = _load(data_path)
+    X, y, group = _load(path)
     rss_data = _status_mb("VmRSS")
-    seconds = _seconds_per_iter(X, y, method, rate, rounds)
+    times, record = _train(X, y, group, case, method, rounds)
     peak = _status_mb("VmHWM")
-    return {"seconds_per_iter": seconds, "peak_rss_mb": peak, "training_mb": peak - rss_data}
+    out = {"seconds_per_iter": statistics.median(times[3:]), "peak_rss_mb": peak, "training_mb": peak - rss_data}
+    for step in STEPS:
+        if record:
+            out[step] = statistics.median(record[step][3:])
+    return out
 
 
 PAIRED = ["stock_bagging", "engine_uniform", "engine_first_order"]
 
 
-def paired_worker(data_path: str, rate: float, rounds: int, pairs: int) -> dict:
-    """Short runs of stock bagging and the engine alternating in one process.
+def paired_worker(path: str, rounds: int, pairs: int) -> dict:
+    """Short runs of stock bagging and the engine alternating in one process (a9a).
 
-    The speed of a shared machine drifts while one process runs; runs seconds or minutes
-    apart then compare different machines.  Here each round trains every method once, in rotating
-    order, a fraction of a second apart, and each engine run is divided by the stock
-    bagging run of its own round.
+    Each round trains every method once, in rotating order, a fraction of a second apart,
+    and each engine run is divided by the stock bagging run of its own round.
     """
-    X, y = _load(data_path)
+    X, y, group = _load(path)
     out: dict[str, list[float]] = {m: [] for m in PAIRED}
     for i in range(pairs):
         for m in PAIRED[i % len(PAIRED):] + PAIRED[:i % len(PAIRED)]:
-            out[m].append(_seconds_per_iter(X, y, m, rate, rounds))
+            out[m].append(statistics.median(_train(X, y, group, "a9a", m, rounds)[0][3:]))
     return out
 
 
-def run_worker(data_path: str, method: str, rate: float, rounds: int) -> dict:
-    out = subprocess.run(
-        [sys.executable, __file__, "--worker", data_path, method, str(rate), str(rounds)],
-        check=True, capture_output=True, text=True,
-    )
+def _run(args: list[str]) -> dict:
+    out = subprocess.run([sys.executable, __file__, *args], check=True, capture_output=True, text=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def make_data(name: str, folder: Path, quick: bool) -> tuple[str, str, float, int]:
-    """Write the data set once; workers load it.  Returns (path, description, rate, rounds)."""
-    if name == "a9a":
-        import scipy.sparse as sp
-
-        from smart_lgbm.datasets.bundled import load_a9a
-
-        (X, y), _ = load_a9a()
-        path = folder / "a9a.npz"
-        sp.save_npz(path, X)
-        np.save(folder / "a9a_y.npy", y)
-        return str(path), "a9a (real, 32,561 x 123 sparse)", 0.3, 60 if quick else 200
-    from smart_lgbm.datasets.synthetic import make_dense_binary
-
-    n = 100_000 if quick else 720_000
-    X, y = make_dense_binary(n, 136, seed=0)
-    path = folder / "dense.npy"
-    np.save(path, X)
-    np.save(folder / "dense_y.npy", y)
-    return str(path), f"mslr-sized (synthetic dense binary, {n:,} x 136)", 0.1, 15 if quick else 25
+LABELS = {"stock_full": "stock full", "stock_bagging": "stock bagging_fraction={r}",
+          "stock_goss": "stock GOSS top_rate=other_rate={h}", "engine_uniform": "engine Uniform({r})",
+          "engine_first_order": "engine FirstOrder(rate={r})", "engine_mvs": "engine MVS(rate={r})",
+          "engine_full": "engine Full()"}
 
 
-def paired_section(path: str, rate: float, pairs: int, rounds: int = 60) -> list[str]:
-    """Markdown lines: per-round ratios engine / stock bagging from :func:`paired_worker`."""
-    out = subprocess.run([sys.executable, __file__, "--paired-worker", path, str(rate), str(rounds), str(pairs)],
-                         check=True, capture_output=True, text=True)
-    times = json.loads(out.stdout.strip().splitlines()[-1])
+def case_section(case: str, path: Path, repeats: int, rounds: int) -> list[str]:
+    desc, rate, _, extra = CASES[case]
+    results: dict[str, list[dict]] = {m: [] for m in METHODS}
+    for rep in range(repeats):
+        for m in METHODS:  # interleaved, so drifts in machine load hit all methods alike
+            results[m].append(_run(["--worker", str(path), case, m, str(rounds)]))
+            print(f"{case} rep {rep} {m}: {results[m][-1]}", file=sys.stderr, flush=True)
+    med = {m: {k: statistics.median(r[k] for r in results[m]) for k in results[m][0]} for m in METHODS}
+    full, bag = med["stock_full"], med["stock_bagging"]
+    lines = [f"## {case}: {desc}; {extra['objective']}, {extra['num_leaves']} leaves, rate r = {rate}, "
+             f"{rounds} rounds, {repeats} repeats", "",
+             "| method | s/iter | vs stock full | vs stock bagging r | peak RSS MB | vs stock full | "
+             "sample ms | tree ms | update ms |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for m in METHODS:
+        s = med[m]["seconds_per_iter"]
+        steps = " | ".join(f"{1000 * med[m][k]:.1f}" if k in med[m] else "" for k in STEPS)
+        label = LABELS[m].format(r=rate, h=rate / 2)
+        lines.append(f"| {label} | {s:.4f} | {s / full['seconds_per_iter']:.2f}x | "
+                     f"{s / bag['seconds_per_iter']:.2f}x | {med[m]['peak_rss_mb']:.0f} | "
+                     f"{med[m]['peak_rss_mb'] / full['peak_rss_mb']:.2f}x | {steps} |")
+    return lines + [""]
+
+
+def paired_section(path: Path, pairs: int, rounds: int = 60) -> list[str]:
+    times = _run(["--paired-worker", str(path), str(rounds), str(pairs)])
     base = np.array(times["stock_bagging"])
     lines = [f"### a9a, paired in one process: {pairs} rounds of {rounds}-iteration runs, methods alternating", "",
              "Each engine run divided by the stock bagging run of the same round (a fraction of a second "
-             "apart); median and quartiles of those ratios. Less exposed to this machine's drifting speed "
-             "than the table above, whose processes run seconds to minutes apart.", "",
+             "apart); median and quartiles of those ratios.", "",
              "| method | median s/iter | ratio to stock bagging, median | quartiles |", "|---|---|---|---|"]
     for m in PAIRED:
         ratio = np.array(times[m]) / base
         q1, q2, q3 = np.percentile(ratio, [25, 50, 75])
-        label = {"stock_bagging": f"stock bagging_fraction={rate}", "engine_uniform": f"engine Uniform({rate})",
-                 "engine_first_order": f"engine FirstOrder(rate={rate})"}[m]
-        lines.append(f"| {label} | {np.median(times[m]):.4f} | {q2:.2f}x | {q1:.2f}x - {q3:.2f}x |")
+        lines.append(f"| {LABELS[m].format(r=0.3, h=0.15)} | {np.median(times[m]):.4f} | {q2:.2f}x | "
+                     f"{q1:.2f}x - {q3:.2f}x |")
     return lines + [""]
 
 
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--worker":
-        print(json.dumps(worker(sys.argv[2], sys.argv[3], float(sys.argv[4]), int(sys.argv[5]))))
+        print(json.dumps(worker(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]))))
         return
     if len(sys.argv) > 1 and sys.argv[1] == "--paired-worker":
-        print(json.dumps(paired_worker(sys.argv[2], float(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]))))
+        print(json.dumps(paired_worker(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))))
         return
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--repeats", type=int, default=3, help="fresh processes per method (mslr-sized)")
-    ap.add_argument("--a9a-repeats", type=int, default=15, help="fresh processes per method on a9a")
+    ap.add_argument("--repeats", type=int, default=5, help="fresh processes per method (a9a: --a9a-repeats)")
+    ap.add_argument("--a9a-repeats", type=int, default=15)
     ap.add_argument("--paired", type=int, default=40, help="rounds of the paired a9a timing (0: skip)")
-    ap.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
-    ap.add_argument("--data", nargs="+", default=["mslr-sized", "a9a"], choices=["mslr-sized", "a9a"])
+    ap.add_argument("--quick", action="store_true", help="1/20 of the sizes and few rounds: a smoke run")
+    ap.add_argument("--data", nargs="+", default=list(CASES), choices=list(CASES))
     ap.add_argument("--out", default=str(ROOT / "docs/results/bench_engine.md"))
     args = ap.parse_args()
+    import lightgbm
+    import numba
+
     from smart_lgbm.compare.io import write_text
 
-    methods = ["stock_full", "stock_bagging", "engine_uniform", "engine_first_order", "engine_full"]
     lines = [
-        "# Engine overhead vs stock LightGBM",
+        "# Engine per iteration vs stock LightGBM",
         "",
         f"Command: `python scripts/bench_engine.py {' '.join(sys.argv[1:])}`".rstrip(),
         "",
         f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
-        f"lightgbm {__import__('lightgbm').__version__}. Each cell: median over {args.repeats} fresh "
-        f"processes ({args.a9a_repeats} for a9a) of the median per-iteration wall time (first 3 iterations dropped); peak RSS "
-        "(VmHWM) of the whole process, raw data included, and the training part of it (peak minus "
-        "RSS after loading the raw data: binned data, gradients, scores, histograms). 31 leaves, learning rate 0.1, binary objective.",
+        f"lightgbm {lightgbm.__version__}, numba {numba.__version__}; nothing else running. Each cell: median over "
+        "fresh processes of each process's median per-iteration wall time (first 3 iterations dropped); peak RSS "
+        "(VmHWM) of the whole process, raw data included. Engine steps: gradients and draw of all rows (sample), "
+        "LightGBM's tree on the sample (tree), every row's score update (update). Learning rate 0.1, 2 threads.",
         "",
     ]
     with tempfile.TemporaryDirectory() as tmp:
-        for name in args.data:
-            path, desc, rate, rounds = make_data(name, Path(tmp), args.quick)
-            results: dict[str, list[dict]] = {m: [] for m in methods}
-            for rep in range(args.a9a_repeats if name == "a9a" else args.repeats):
-                for m in methods:  # interleaved, so drifts in machine load hit all methods alike
-                    results[m].append(run_worker(path, m, rate, rounds))
-                    print(f"{name} rep {rep} {m}: {results[m][-1]}", file=sys.stderr, flush=True)
-            med = {m: {k: statistics.median(r[k] for r in results[m]) for k in results[m][0]} for m in methods}
-            lines += [f"## {desc}, rate r = {rate}, {rounds} rounds", "",
-                      "| method | s/iter | vs stock bagging r | vs stock full | peak RSS MB | vs stock full | "
-                      "training MB (peak - data) | vs stock full |",
-                      "|---|---|---|---|---|---|---|---|"]
-            for m in methods:
-                label = {"stock_bagging": f"stock bagging_fraction={rate}", "engine_uniform": f"engine Uniform({rate})",
-                         "engine_first_order": f"engine FirstOrder(rate={rate})"}.get(m, m.replace("_", " "))
-                s = med[m]["seconds_per_iter"]
-                lines.append(
-                    f"| {label} | {s:.4f} | {s / med['stock_bagging']['seconds_per_iter']:.2f}x | "
-                    f"{s / med['stock_full']['seconds_per_iter']:.2f}x | {med[m]['peak_rss_mb']:.0f} | "
-                    f"{med[m]['peak_rss_mb'] / med['stock_full']['peak_rss_mb']:.2f}x | "
-                    f"{med[m]['training_mb']:.0f} | {med[m]['training_mb'] / med['stock_full']['training_mb']:.2f}x |"
-                )
-            lines.append("")
-            if name == "a9a" and args.paired:
-                lines += paired_section(path, rate, args.paired)
+        for case in args.data:
+            path = make_data(case, Path(tmp), args.quick)
+            rounds = min(CASES[case][2], 12) if args.quick else CASES[case][2]
+            repeats = args.a9a_repeats if case == "a9a" else args.repeats
+            lines += case_section(case, path, 2 if args.quick else repeats, rounds)
+            if case == "a9a" and args.paired:
+                lines += paired_section(path, 3 if args.quick else args.paired)
     write_text(args.out, "\n".join(lines))
     print("\n".join(lines))
 

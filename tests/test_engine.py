@@ -591,3 +591,55 @@ def test_validation_set_constructed_without_reference(a9a_small):
     lgb.train(params, lgb.Dataset(X, y), 5, valid_sets=[valid], callbacks=[lgb.record_evaluation(stock_res)])
     np.testing.assert_allclose(ours_res["valid_0"]["binary_logloss"], stock_res["valid_0"]["binary_logloss"],
                                rtol=1e-12)
+
+
+def _mixed_frame(n, rng, categories=("a", "b", "c", "d")):
+    import pandas as pd
+
+    frame = pd.DataFrame({
+        "x": rng.normal(size=n),
+        "z": np.where(rng.random(n) < 0.3, 0.0, rng.normal(size=n)),
+        "nan": np.where(rng.random(n) < 0.2, np.nan, rng.normal(size=n)),
+        "cat": pd.Categorical(rng.choice(list(categories), n), categories=list(categories)),
+    })
+    y = ((frame["x"] + (frame["cat"] == "b") - np.nan_to_num(frame["nan"], nan=1.0)) > 0).astype(float).to_numpy()
+    return frame, y
+
+
+@pytest.mark.parametrize("layout", ["pandas", "float64_fortran", "csr", "csc", "float32"])
+def test_walked_scores_are_the_saved_models_predictions(layout):
+    # The engine tracks every training and validation row's score with its compiled walk;
+    # the saved model must predict exactly those scores, on every input layout.
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(3)
+    frame, y = _mixed_frame(3000, rng)
+    valid, yv = _mixed_frame(1000, rng, categories=("a", "b", "c", "d"))
+    if layout == "pandas":  # a validation level the training data never saw
+        valid["cat"] = valid["cat"].cat.add_categories(["unseen"])
+        valid.loc[valid.index[:50], "cat"] = "unseen"
+        X, Xv = frame, valid
+        categorical = "auto"
+    else:
+        dense = np.column_stack([frame[["x", "z", "nan"]].to_numpy(), frame["cat"].cat.codes.to_numpy()])
+        dense_v = np.column_stack([valid[["x", "z", "nan"]].to_numpy(), valid["cat"].cat.codes.to_numpy()])
+        X, Xv = {"float64_fortran": (np.asfortranarray(dense), np.asfortranarray(dense_v)),
+                 "csr": (sp.csr_matrix(np.nan_to_num(dense)), sp.csr_matrix(np.nan_to_num(dense_v))),
+                 "csc": (sp.csc_matrix(np.nan_to_num(dense)), sp.csc_matrix(np.nan_to_num(dense_v))),
+                 "float32": (dense.astype(np.float32), dense_v.astype(np.float32))}[layout]
+        categorical = [3]
+    spy = ScoreSpy(sl.FirstOrder(rate=0.3))
+    res = {}
+    booster = sl.train({**BASE, "objective": "binary", "zero_as_missing": layout == "float32"},
+                       lgb.Dataset(X, y, categorical_feature=categorical), 30, sampler=spy,
+                       valid_sets=[lgb.Dataset(Xv, yv, categorical_feature=categorical)],
+                       callbacks=[lgb.record_evaluation(res)])
+    booster = lgb.Booster(model_str=booster.model_to_string())
+    for t in (1, 10, 29):
+        np.testing.assert_array_equal(booster.predict(X, raw_score=True, num_iteration=t), spy.raw[t])
+    prob = booster.predict(Xv)
+    p_true = np.where(yv > 0, prob, 1.0 - prob)
+    assert res["valid_0"]["binary_logloss"][-1] == pytest.approx(-np.mean(np.log(p_true)), rel=1e-12)
+    assert booster.num_trees() == 30
+    assert any(t["tree_structure"].get("decision_type") == "==" or "==" in str(t) for t in
+               booster.dump_model()["tree_info"])  # the categorical column was split on as one
