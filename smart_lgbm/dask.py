@@ -397,7 +397,7 @@ def _watch(client: Client, futures: dict[str, Any], time_out_s: float, topic: st
     while pending:
         try:
             wait(list(pending), timeout=_POLL_SECONDS, return_when="FIRST_COMPLETED")
-        except TimeoutError:
+        except Exception:  # noqa: BLE001 - a time-out, or a task the scheduler forgot: both looked at below
             pass
         done = {f for f in pending if f.done()}
         pending -= done
@@ -409,16 +409,19 @@ def _watch(client: Client, futures: dict[str, Any], time_out_s: float, topic: st
                 raise DaskTrainingError(
                     f"training failed on Dask worker {worker}: {type(exc).__name__}: {exc}"
                     f"{_restart_hint(futures, worker)}") from exc
-            if fut.status == "cancelled":
-                raise DaskTrainingError(f"the training task of Dask worker {worker_of[fut.key]} was cancelled")
-        if not pending:
-            break
         alive = set(client.scheduler_info(n_workers=-1)["workers"])
         gone = [w for w in futures if w not in alive]
         if gone:
             _cancel(client, futures)
             raise DaskTrainingError(
                 f"Dask worker {', '.join(gone)} left the cluster during training{_restart_hint(futures, *gone)}")
+        cancelled = [worker_of[f.key] for f in done if f.status == "cancelled"]
+        if cancelled:
+            _cancel(client, futures)
+            raise DaskTrainingError(f"the training task of Dask worker {', '.join(cancelled)} was cancelled"
+                                    f"{_restart_hint(futures, *cancelled)}")
+        if not pending:
+            break
         events = client.get_events(topic)
         now = time.monotonic()
         for _, msg in events[seen:]:
