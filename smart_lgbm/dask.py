@@ -792,11 +792,6 @@ class DaskSmartClassifier(SmartClassifier, _DaskSmartModel):
         """Class probabilities of every row of a Dask Array or DataFrame, as a Dask Array."""
         return self._dask_predict(X, "predict_proba", np.float64, **kwargs)
 
-    def to_local(self) -> SmartClassifier:
-        return _DaskSmartModel.to_local(self)
-
-    to_local.__doc__ = _DaskSmartModel.to_local.__doc__
-
 
 class DaskSmartRegressor(SmartRegressor, _DaskSmartModel):
     """Distributed :class:`smart_lgbm.SmartRegressor` on Dask, mirroring
@@ -817,11 +812,6 @@ class DaskSmartRegressor(SmartRegressor, _DaskSmartModel):
     def predict(self, X: Any, **kwargs: Any) -> da.Array:
         """Predictions for every row of a Dask Array or DataFrame, as a Dask Array."""
         return self._dask_predict(X, "predict", np.float64, **kwargs)
-
-    def to_local(self) -> SmartRegressor:
-        return _DaskSmartModel.to_local(self)
-
-    to_local.__doc__ = _DaskSmartModel.to_local.__doc__
 
 
 class DaskSmartRanker(SmartRanker, _DaskSmartModel):
@@ -849,8 +839,3 @@ class DaskSmartRanker(SmartRanker, _DaskSmartModel):
     def predict(self, X: Any, **kwargs: Any) -> da.Array:
         """Relevance scores for every row of a Dask Array or DataFrame, as a Dask Array."""
         return self._dask_predict(X, "predict", np.float64, **kwargs)
-
-    def to_local(self) -> SmartRanker:
-        return _DaskSmartModel.to_local(self)
-
-    to_local.__doc__ = _DaskSmartModel.to_local.__doc__
