@@ -148,7 +148,7 @@ def _build_parts(X: Any, y: Any, sample_weight: Any, init_score: Any, group: Any
         x_parts = _split(f"eval_set[{i}][0]", X_eval, matrix=True)
         pieces = [{"data": x} for x in x_parts]
         for key, name, value in [("label", f"eval_set[{i}][1]", y_eval)] + [
-                (f, f"eval_{'sample_weight' if f == 'weight' else f}[{i}]", (eval_fields[f] or [None] * (i + 1))[i])
+                (f, f"eval_{'sample_weight' if f == 'weight' else f}[{i}]", _entry(eval_fields[f], i))
                 for f in _EVAL_FIELDS]:
             if value is not None:
                 for piece, p in zip(pieces, _aligned(name, value, len(x_parts))):
@@ -156,6 +156,10 @@ def _build_parts(X: Any, y: Any, sample_weight: Any, init_score: Any, group: Any
         for j, piece in enumerate(pieces):
             parts[j % n]["eval"][i].append(piece)
     return [delayed(dict)(part) for part in parts]
+
+
+def _entry(values: list | None, i: int) -> Any:
+    return values[i] if values is not None and i < len(values) else None
 
 
 @dataclass
@@ -281,13 +285,20 @@ class _WorkerLog:
     client that training moves on (a Dask event per iteration: the heartbeat)."""
 
     order = 30  # after LightGBM's own callbacks
+    #: Seconds between heartbeats at the most: the client only needs to know within
+    #: ``time_out`` minutes, and each beat is a message through the scheduler.
+    interval = 1.0
 
     def __init__(self, topic: str, rank: int) -> None:
         self.topic, self.rank = topic, rank
         self.records: dict[str, list] = defaultdict(list)
+        self._last = -np.inf
 
     def beat(self, iteration: int) -> None:
-        get_worker().log_event(self.topic, {"rank": self.rank, "iteration": iteration})
+        now = time.monotonic()
+        if now - self._last >= self.interval:
+            self._last = now
+            get_worker().log_event(self.topic, {"rank": self.rank, "iteration": iteration})
 
     def __call__(self, env: lgb.callback.CallbackEnv) -> None:
         for key, value in getattr(env.model, "last_record", {}).items():
