@@ -398,8 +398,9 @@ def _watch(client: Client, futures: dict[str, Any], time_out_s: float, topic: st
 
     Fails as soon as a task fails (with the worker named), a worker leaves the cluster, or
     a worker has shown no progress (its heartbeat) for ``time_out_s`` seconds.  A worker
-    whose peer died or stalled may stay blocked inside LightGBM's network code (LightGBM's
-    own time-out does not work on Linux), so the error names the workers to restart.
+    whose peer died may stay blocked inside LightGBM's network code (its receive loop spins
+    on the closed socket; LightGBM's time-out only ends waits on a live peer), so the error
+    names the workers to restart.
     """
     pending = set(futures.values())
     worker_of = {f.key: w for w, f in futures.items()}
@@ -412,20 +413,25 @@ def _watch(client: Client, futures: dict[str, Any], time_out_s: float, topic: st
             pass
         done = {f for f in pending if f.done()}
         pending -= done
-        for fut in done:
-            if fut.status == "error":
-                worker = worker_of[fut.key]
-                exc = fut.exception()
-                _cancel(client, futures)
-                raise DaskTrainingError(
-                    f"training failed on Dask worker {worker}: {type(exc).__name__}: {exc}"
-                    f"{_restart_hint(futures, worker)}") from exc
-        alive = set(client.scheduler_info(n_workers=-1)["workers"])
-        gone = [w for w in futures if w not in alive]
+        failed = [f for f in done if f.status == "error"]
+        gone = _gone(client, futures)
+        if failed and not gone:
+            # A worker's error may be the echo of a peer that just died (a reset socket):
+            # give the scheduler a moment to notice a departure, which is then the cause.
+            time.sleep(_POLL_SECONDS)
+            gone = _gone(client, futures)
         if gone:
             _cancel(client, futures)
+            echo = "".join(f"; then worker {worker_of[f.key]} failed: {f.exception()}" for f in failed)
+            raise DaskTrainingError(f"Dask worker {', '.join(gone)} left the cluster during training{echo}"
+                                    f"{_restart_hint(futures, *gone)}")
+        if failed:
+            worker = worker_of[failed[0].key]
+            exc = failed[0].exception()
+            _cancel(client, futures)
             raise DaskTrainingError(
-                f"Dask worker {', '.join(gone)} left the cluster during training{_restart_hint(futures, *gone)}")
+                f"training failed on Dask worker {worker}: {type(exc).__name__}: {exc}"
+                f"{_restart_hint(futures, worker)}") from exc
         cancelled = [worker_of[f.key] for f in done if f.status == "cancelled"]
         if cancelled:
             _cancel(client, futures)
@@ -445,6 +451,12 @@ def _watch(client: Client, futures: dict[str, Any], time_out_s: float, topic: st
                 f"Dask worker {', '.join(stalled)} made no progress for {time_out_s:.0f} s (time_out); a peer may be "
                 f"unreachable (blocked port, firewall){_restart_hint(futures)}")
     return {w: f.result() for w, f in futures.items()}
+
+
+def _gone(client: Client, futures: dict[str, Any]) -> list[str]:
+    """The workers of this fit that are no longer in the cluster."""
+    alive = set(client.scheduler_info(n_workers=-1)["workers"])
+    return [w for w in futures if w not in alive]
 
 
 def _worker_by_rank(futures: dict[str, Any], rank: int) -> str:
