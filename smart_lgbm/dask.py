@@ -63,7 +63,7 @@ from .distributed import Network, Worker, on_network
 from .params import canonicalize
 from .sklearn import SmartClassifier, SmartRanker, SmartRegressor, _check_sampler, _smart_init
 
-__all__ = ["DaskSmartClassifier", "DaskSmartRanker", "DaskSmartRegressor"]
+__all__ = ["DaskSmartClassifier", "DaskSmartRanker", "DaskSmartRegressor", "DaskTrainingError"]
 
 #: LightGBM's default ``time_out`` (minutes), as lightgbm.dask uses it.
 _DEFAULT_TIME_OUT = 120
