@@ -37,7 +37,8 @@ smart_lgbm_venv() {
         "$VENV/bin/python" -m pip install --quiet --upgrade pip
         # The explicit pin also moves an existing environment to the selected version (pip
         # would otherwise keep any installed LightGBM that satisfies pyproject.toml's range).
-        "$VENV/bin/python" -m pip install --quiet -e ".[test]" "lightgbm==$version.*"
+        # The dask extra too: the test suite runs the Dask estimators (tests/test_dask*.py).
+        "$VENV/bin/python" -m pip install --quiet -e ".[test,dask]" "lightgbm==$version.*"
         rm -f "$VENV"/.installed-*
         touch "$stamp"
     fi

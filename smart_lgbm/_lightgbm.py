@@ -28,6 +28,7 @@ import ctypes
 import json
 import math
 import re
+import sys
 from collections import OrderedDict, defaultdict
 from dataclasses import dataclass
 from functools import lru_cache
@@ -201,6 +202,43 @@ def has_group(handle: ctypes.c_void_p) -> bool:
 def has_init_score(handle: ctypes.c_void_p) -> bool:
     """Whether a C Dataset holds initial scores (LightGBM's predictor then starts from them)."""
     return _has_field(handle, "init_score")
+
+
+# --------------------------------------------------------------------------- network
+
+
+def network_init(machines: str, local_listen_port: int, time_out: int, num_machines: int) -> None:
+    """Join LightGBM's socket network (``LGBM_NetworkInit``), as ``Booster.set_network`` does.
+
+    LightGBM keeps the network in thread-local state: the Datasets constructed and the
+    Boosters trained *by this thread* until :func:`network_free` belong to it.  A Dataset
+    constructed without a reference on the network finds its bin boundaries jointly
+    (features divided among the machines, each finding its share from its own rows, then
+    all-gathered), and a Booster with ``tree_learner=data`` grows every tree from all
+    machines' histograms.  Every machine must make the same collective calls in the same
+    order.
+
+    Parameters
+    ----------
+    machines : str
+        ``"ip1:port1,ip2:port2"``; a machine's rank is its position in this list.
+    local_listen_port : int
+        This machine's port (the one its entry in ``machines`` names).
+    time_out : int
+        LightGBM's socket time-out in minutes: a receive from a peer that is alive but
+        silent that long fails (``Socket recv error``).  A peer that *dies* is another
+        matter: its sockets close, ``recv`` returns 0 bytes, and LightGBM 4.6/4.7's receive
+        loop retries forever, spinning; whoever runs the machines must notice a death
+        itself (smart_lgbm.dask's client does).
+    num_machines : int
+    """
+    _check(_LIB.LGBM_NetworkInit(_c_str(machines), ctypes.c_int(local_listen_port), ctypes.c_int(time_out),
+                                 ctypes.c_int(num_machines)))
+
+
+def network_free() -> None:
+    """Leave LightGBM's network (``LGBM_NetworkFree``; nothing happens when none is up)."""
+    _check(_LIB.LGBM_NetworkFree())
 
 
 # --------------------------------------------------------------------------- one iteration
@@ -781,8 +819,16 @@ def pandas_to_numpy(data: Any, pandas_categorical: list | None) -> tuple[np.ndar
 
 
 def is_pyarrow_table(data: Any) -> bool:
-    """Whether ``data`` is a pyarrow Table (LightGBM's own test; False without pyarrow)."""
-    return bool(_basic._is_pyarrow_table(data))
+    """Whether ``data`` is a pyarrow Table (False without pyarrow).
+
+    LightGBM 4.6's own test where it has one; 4.7 removed ``_is_pyarrow_table`` (it reads
+    Arrow data through narwhals), so there the Table class of an imported pyarrow decides.
+    """
+    own = getattr(_basic, "_is_pyarrow_table", None)
+    if own is not None:
+        return bool(own(data))
+    pyarrow = sys.modules.get("pyarrow")
+    return pyarrow is not None and isinstance(data, pyarrow.Table)
 
 
 # --------------------------------------------------------------------------- callbacks
@@ -816,6 +862,11 @@ def best_score_of(results: list[tuple] | None) -> dict[str, dict[str, float]]:
     for dataset_name, metric_name, value, *_ in results or []:
         best[dataset_name][metric_name] = value
     return best
+
+
+def is_early_stopping_callback(callback: Any) -> bool:
+    """Whether ``callback`` is one made by ``lightgbm.early_stopping`` (a private class)."""
+    return isinstance(callback, lgb.callback._EarlyStoppingCallback)
 
 
 class CallbackModel(lgb.Booster):

@@ -22,13 +22,14 @@ from __future__ import annotations
 
 import time
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from . import _lightgbm
 from .engine_data import EngineSet
-from .losses.base import check_finite
+from .losses.base import Loss, Target, check_finite
 from .params import ENGINE_ONLY, LOSS_AND_METRIC_PARAMS, EngineConfig, canonicalize, check_seed, refuse_unsupported
 from .samplers import GradientHistory, Sample, Sampler, SamplingState
 from .walk import Forest, add_outputs
@@ -44,6 +45,18 @@ def iteration_rng(seed: int, iteration: int) -> np.random.Generator:
     samples for the same seed.
     """
     return np.random.Generator(np.random.PCG64(np.random.SeedSequence([seed, iteration])))
+
+
+def stream_rng(seed: int, iteration: int, stream: int | None) -> np.random.Generator:
+    """The random generator of one iteration of sampling stream ``stream``.
+
+    ``stream=None`` is the engine's own stream (:func:`iteration_rng`); every integer
+    ``stream`` is an independent stream of the same seed (numpy's ``SeedSequence`` spawn
+    key), for example one per machine of a distributed run, whose rows are its own.
+    """
+    if stream is None:
+        return iteration_rng(seed, iteration)
+    return np.random.Generator(np.random.PCG64(np.random.SeedSequence([seed, iteration], spawn_key=(stream,))))
 
 
 def class_major_float32(values: np.ndarray) -> np.ndarray:
@@ -104,10 +117,21 @@ class BoostingRun:
     sampler : Sampler
     train : EngineSet
     valids : list of EngineSet
+    stream : int or None, default=None
+        Sampling stream (:func:`stream_rng`): None on one machine; each machine of a
+        distributed run draws from its own (its rank), since its rows are its own.
+    initial_score : callable, optional
+        ``initial_score(loss, target) -> (K,) array``, the score boosting starts from when
+        the data has no init scores; default ``loss.init_score(target)``.  A distributed
+        run gives the score of all machines' rows, as LightGBM's ``boost_from_average`` on
+        a network (:meth:`smart_lgbm.distributed.Worker.initial_score`).
     """
 
-    def __init__(self, cfg: EngineConfig, sampler: Sampler, train: EngineSet, valids: list[EngineSet]) -> None:
+    def __init__(self, cfg: EngineConfig, sampler: Sampler, train: EngineSet, valids: list[EngineSet], *,
+                 stream: int | None = None,
+                 initial_score: Callable[[Loss, Target], np.ndarray] | None = None) -> None:
         self.cfg = cfg
+        self.stream = stream
         self.sampler = sampler
         self.loss = cfg.loss
         self.k = self.loss.num_model_per_iteration
@@ -127,7 +151,10 @@ class BoostingRun:
         self._hess = np.empty(shape, dtype=np.float32)
         # boost_from_average: folded into the first trees (LightGBM skips it given init
         # scores); None once it is in the model
-        bias = self.loss.init_score(train.target) if train.init_score is None else np.zeros(self.k)
+        if train.init_score is not None:
+            bias = np.zeros(self.k)
+        else:
+            bias = self.loss.init_score(train.target) if initial_score is None else initial_score(self.loss, train.target)
         bias = np.where(np.abs(bias) > _K_EPSILON, bias, 0.0)
         self.bias: np.ndarray | None = bias if np.any(bias) else None
         self._warned_slow = False
@@ -181,7 +208,7 @@ class BoostingRun:
         grad, hess = self._grad, self._hess
         self.loss.compute_gradients(raw, train.target, grad, hess)
         state = SamplingState(iteration, grad, hess, raw, self.loss, train.target, self.history)
-        sample = self.sampler.sample(state, iteration_rng(self.cfg.seed, iteration))
+        sample = self.sampler.sample(state, stream_rng(self.cfg.seed, iteration, self.stream))
         check_sample(sample, n, self.k, self.sampler)
         self.history.push_gradient(grad)
         t_sample = time.perf_counter()

@@ -23,6 +23,7 @@ from lightgbm import callback as lgb_callback
 
 from . import _lightgbm
 from .boosting import BoostingRun, ScoredSet
+from .distributed import current_worker
 from .engine_data import prepare_train, prepare_valid
 from .metrics import Evaluator
 from .params import dataset_params, make_config
@@ -99,6 +100,11 @@ def train(
     """
     _lightgbm.check_version()
     cfg = make_config(params, num_boost_round)
+    worker = current_worker()  # a machine of a distributed run (smart_lgbm.distributed), or None
+    if worker is None and ("machines" in cfg.params or int(cfg.params.get("num_machines", 1)) > 1):
+        raise ValueError(
+            "machines / num_machines > 1: smart_lgbm.train does not join LightGBM's network itself; train on "
+            "several machines with smart_lgbm.dask (or inside smart_lgbm.distributed.on_network)")
     sampler = make_sampler(sampler)
     ds_params = dataset_params(params)
     train_data = prepare_train(train_set, cfg.loss, ds_params)
@@ -124,7 +130,8 @@ def train(
     metric_names = evaluator.names
 
     with _numba_threads(int(cfg.tree_params.get("num_threads", 0))):
-        run = BoostingRun(cfg, sampler, train_data, valids)
+        run = BoostingRun(cfg, sampler, train_data, valids, stream=None if worker is None else worker.rank,
+                          initial_score=None if worker is None else worker.initial_score)
         try:
             return _train_loop(run, cfg, evaluator, eval_sets, train_set, train_name, metric_names, feval, callbacks)
         finally:

@@ -35,22 +35,11 @@ import numpy as np
 from lightgbm.callback import CallbackEnv
 
 from . import _lightgbm
-from .boosting import iteration_rng
+from .boosting import stream_rng
+from .distributed import network_rank
 from .losses.base import Loss, Target
 from .params import canonicalize, resolve_loss
 from .samplers import GradientHistory, Sample, Sampler, SamplingState, make_sampler
-
-
-def stream_rng(seed: int, iteration: int, stream: int | None) -> np.random.Generator:
-    """The random generator of one iteration of sampling stream ``stream``.
-
-    ``stream=None`` is the engine's own stream (:func:`smart_lgbm.boosting.iteration_rng`);
-    every integer ``stream`` is an independent stream of the same seed (numpy's
-    ``SeedSequence`` spawn key), for example one per Dask worker.
-    """
-    if stream is None:
-        return iteration_rng(seed, iteration)
-    return np.random.Generator(np.random.PCG64(np.random.SeedSequence([seed, iteration], spawn_key=(stream,))))
 
 
 def _non_negative_int(value: Any, name: str) -> int:
@@ -71,6 +60,7 @@ class _Run:
     calls: int = 0
     pending_iteration: int | None = None  # set by the callback before each iteration
     has_callback: bool = False
+    network_stream: int | None = None  # this machine's rank on a LightGBM network (set by the callback)
 
 
 def _forget(runs: dict, key: int, ref: weakref.ref) -> None:
@@ -107,10 +97,11 @@ class SmartObjective:
     seed : int, default=0
         Seeds the per-iteration random generator exactly as the engine's ``seed``.
     stream : int or None, default=None
-        Sampling stream: None draws the engine's samples; an integer gives an independent
-        stream of the same seed (one per worker process, so that workers that each see
-        their own rows do not draw with the same numbers).  May be set later
-        (``obj.stream = rank``).
+        Sampling stream: None draws the engine's samples, except on a LightGBM network
+        (``lightgbm.dask``, or ``machines`` in the parameters), where each machine draws
+        with its own stream, its rank (found by ``callback`` from the network parameters,
+        as LightGBM finds it); an integer gives that independent stream of the same seed
+        everywhere.  May be set later (``obj.stream = rank``).
     **objective_params
         LightGBM parameters of the objective (``sigmoid``, ``num_class``, ``label_gain``...).
 
@@ -280,6 +271,9 @@ class SmartObjective:
             run = self._run_for(train_set.get_label(), train_set.get_weight(), train_set.get_group())
             run.has_callback = True
             run.pending_iteration = env.iteration
+            # On a LightGBM network (lightgbm.dask), every machine holds its own rows and
+            # draws with its own stream: its rank, unless a stream was set.
+            run.network_stream = network_rank(canonicalize(env.params))
             if self.sampler.needs_leaves:
                 data = self._raw_training_data(train_set)
                 if not fresh:
@@ -325,7 +319,8 @@ class SmartObjective:
         hess = np.empty(raw.shape, dtype=np.float32)
         self.loss.compute_gradients(raw, target, grad, hess)
         state = SamplingState(iteration, grad, hess, raw, self.loss, target, run.history)
-        sample = self.sampler.sample(state, stream_rng(self.seed, iteration, self.stream))
+        stream = self.stream if self.stream is not None else run.network_stream
+        sample = self.sampler.sample(state, stream_rng(self.seed, iteration, stream))
         run.history.push_gradient(grad)
         self.last_sample = sample
         self.record["num_sampled"].append(sample.size)

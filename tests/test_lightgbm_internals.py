@@ -335,13 +335,13 @@ def test_pandas_conversion_is_lightgbms():
 
 
 def test_pyarrow_table_test_is_lightgbms():
-    from lightgbm.compat import pa_Table
-
     try:
         import pyarrow as pa
 
         table = pa.table({"a": [1.0]})
-    except ImportError:  # without pyarrow LightGBM tests against this placeholder class
+    except ImportError:  # without pyarrow LightGBM 4.6 tests against this placeholder class
+        from lightgbm.compat import pa_Table
+
         table = pa_Table()
     assert L.is_pyarrow_table(table) and not L.is_pyarrow_table(np.zeros((1, 1)))
 
@@ -445,3 +445,109 @@ def test_sklearn_record_feature_names_as_construction_does():
         else:  # 4.6 has no such flag, and nothing is added
             assert not hasattr(constructed, "_has_non_default_feature_names")
             assert not hasattr(fresh, "_has_non_default_feature_names")
+
+
+# --------------------------------------------------------------------------- LightGBM's network
+
+# One machine of a 2-machine network, run as its own process (LightGBM's network is global,
+# thread-local state).  Its rows lie in another range than the other machine's, its samples
+# have other sizes; it prints what the test compares.
+_NETWORK_MACHINE = r"""
+import json, sys
+import lightgbm as lgb, numpy as np
+from smart_lgbm import _lightgbm as L
+rank, machines, port = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+L.network_init(machines, port, 1, 2)
+rng = np.random.default_rng(rank)
+n = 1500 + 700 * rank
+X = rng.uniform(size=(n, 3)) + 10.0 * rank  # this machine's rows: [0, 1) or [10, 11)
+# Binned with the network up, as the engine bins a worker's rows.
+train = lgb.Dataset(X, params={"verbosity": -1, "max_bin": 15}, free_raw_data=False).construct()
+params = ("objective=custom metric=None verbosity=-1 num_leaves=5 min_data_in_leaf=3 force_col_wise=true "
+          f"tree_learner=data num_machines=2 machines={machines} local_listen_port={port} num_threads=1")
+fitter = L.OneIterationBooster(params, 1, L.handle_of(train), "num_threads=1")
+out = {"trees": [], "sizes": [], "header": fitter.header}
+for it in range(4):
+    # Iteration 2 fits every row: the park-and-reset path (the Booster already holds them).
+    rows = np.arange(n, dtype=np.int32) if it == 2 else np.sort(
+        rng.choice(n, 100 + 50 * it + 300 * rank, replace=False)).astype(np.int32)
+    subset = None if it == 2 else L.SubsetHandle(L.handle_of(train), rows, "num_threads=1")
+    target = (X[rows, 0] % 1.0 > 0.5).astype(np.float32)  # a split on feature 0 pays
+    grad = (0.5 - target).astype(np.float32)
+    fitted = fitter.fit(L.handle_of(train) if subset is None else subset.handle, grad,
+                        np.ones(len(rows), dtype=np.float32), [(L.handle_of(train), n, None)])
+    if subset is not None:
+        subset.free()
+    out["trees"].append(fitted.texts[0])
+    out["sizes"].append(len(rows))
+out["parameters"] = fitter.parameters_section(params)  # the throw-away Booster, on the network
+fitter.free()
+L.network_free()
+print("RESULT" + json.dumps(out))
+"""
+
+
+def _free_ports(count):
+    import socket
+
+    sockets = [socket.socket() for _ in range(count)]
+    for s in sockets:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in sockets]
+    for s in sockets:
+        s.close()
+    return ports
+
+
+def test_engine_iteration_sequence_on_a_two_machine_network():
+    """The engine's C-API sequence on LightGBM's socket network (what smart_lgbm.dask runs on
+    every worker): bins found jointly, then per iteration reset to this machine's sample (other
+    sizes on each machine), UpdateOneIterCustom, read outputs, park on the one-row set, roll
+    back, and at the end the throw-away Booster of ``parameters_section``.  Both machines must
+    get the same trees, grown from both machines' rows."""
+    import json
+    import subprocess
+    import sys
+
+    ports = _free_ports(2)
+    machines = ",".join(f"127.0.0.1:{p}" for p in ports)
+    procs = [subprocess.Popen([sys.executable, "-c", _NETWORK_MACHINE, str(rank), machines, str(ports[rank])],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for rank in range(2)]
+    outs = []
+    try:
+        for proc in procs:
+            stdout, stderr = proc.communicate(timeout=120)
+            assert proc.returncode == 0, stderr[-2000:]
+            outs.append(json.loads(stdout[stdout.index("RESULT") + len("RESULT"):]))
+    finally:
+        for proc in procs:
+            proc.kill()
+    first, second = outs
+    assert first["trees"] == second["trees"]
+    assert first["sizes"] != second["sizes"]
+    for i, tree in enumerate(first["trees"]):
+        # the root counts the rows of both machines' samples
+        root_count = int(re.search(r"^internal_count=(\d+)", tree, re.MULTILINE).group(1))
+        assert root_count == first["sizes"][i] + second["sizes"][i]
+    # One set of bin boundaries for both, found jointly: LightGBM divides the features among
+    # the machines (3 features: the first two to rank 0, the last to rank 1), each finds its
+    # features' bins from its own rows, and all are shared.  So rank 0, whose rows lie in
+    # [0, 1), bins the last feature over rank 1's range [10, 11).
+    infos = re.search(r"^feature_infos=(.*)$", first["header"], re.MULTILINE).group(1)
+    assert infos == re.search(r"^feature_infos=(.*)$", second["header"], re.MULTILINE).group(1)
+    ranges = [tuple(float(v) for v in info.strip("[]").split(":")) for info in infos.split(" ")]
+    assert all(0.0 <= low < high < 1.0 for low, high in ranges[:2])
+    assert 10.0 <= ranges[2][0] < ranges[2][1] < 11.0
+    for out in outs:
+        assert "[tree_learner: data]" in out["parameters"] and "[num_machines: 2]" in out["parameters"]
+
+
+def test_network_free_without_a_network_does_nothing():
+    L.network_free()
+    L.network_free()
+
+
+def test_is_early_stopping_callback_knows_lightgbms():
+    assert L.is_early_stopping_callback(lgb.early_stopping(5, verbose=False))
+    assert not L.is_early_stopping_callback(lgb.log_evaluation(5))
+    assert not L.is_early_stopping_callback(lambda env: None)

@@ -439,13 +439,13 @@ def test_strided_view_walks_like_its_copy(numeric):
 
 
 def test_unsupported_inputs_give_none(tmp_path):
-    from lightgbm.compat import pa_Table
-
     try:
         import pyarrow as pa
 
         table = pa.table({"a": [1.0, 2.0]})
-    except ImportError:  # LightGBM's placeholder class is what it tests against then
+    except ImportError:  # LightGBM 4.6's placeholder class is what it tests against then (4.7 has none)
+        from lightgbm.compat import pa_Table
+
         table = pa_Table()
     for data in (None, "train.csv", Path("train.csv"), str(tmp_path), table, [[1.0, 2.0]],
                  np.array([["a", "b"]]), np.zeros((2, 2), dtype=complex), np.zeros((2, 2), dtype=object)):
