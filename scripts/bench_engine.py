@@ -103,7 +103,7 @@ def make_data(name: str, folder: Path, quick: bool) -> Path:
         else:
             from smart_lgbm.datasets.synthetic_sparse_ranking import make_yahoo_like as make
             split = make(470_000 // scale, 700, seed=0)
-        X, y, group = split.X, split.y, split.group
+        X, y, group = split
     else:
         n, f = {"higgs-like": (2_000_000, 28), "400k-60": (400_000, 60), "mslr-sized": (720_000, 136),
                 "nan-float64": (1_200_000, 44)}[name]

@@ -187,3 +187,126 @@ def walk_sparse(is_csc, n, indptr, indices, data, search, slot_of_feature, slot_
             _walk_block(buf, 0, m, is_csc, start, column, forest, node, out, leaves, want_leaves)
             if not is_csc:  # back to zeros, touching only what was written
                 _scatter_csr(indptr, indices, data, slot_of_feature, start, m, buf, True)
+
+
+# --------------------------------------------------------------------------- bin codes
+#
+# The same walk over compact codes (see :mod:`smart_lgbm.bincodes`): each value is stored
+# as its position among its feature's finite bin upper bounds (uint8, column-major), and a
+# node tests ``code <= tcode`` (``tcode``: the position of its threshold, itself a bin
+# upper bound), or sends the row the default way when ``code == miss`` (the NaN code for
+# missing type NaN, the code of 0.0 for missing type Zero, 256 - never - for None).
+
+#: Code of NaN for features whose missing type is NaN.
+NAN_CODE = 255
+#: ``miss`` of a node that has no missing code (missing type None, and leaves).
+NO_MISS = 256
+
+
+@njit(cache=True, inline="always")
+def _position(bounds, lo, length, x):
+    """First ``j`` with ``bounds[lo + j] >= x`` (``length`` if none): ``x <= bounds[lo + k]``
+    exactly when ``j <= k``."""
+    a = 0
+    b = length
+    while a < b:
+        mid = (a + b) >> 1
+        if bounds[lo + mid] < x:
+            a = mid + 1
+        else:
+            b = mid
+    return a
+
+
+@njit(cache=True, inline="always")
+def _code(x, bounds, lo, length, nan_code):
+    """The code of the value ``x`` LightGBM's predictor reads (tiny values already 0)."""
+    if x != x:
+        if nan_code >= 0:
+            return nan_code
+        x = 0.0  # missing types None and Zero read NaN as 0
+    return _position(bounds, lo, length, x)
+
+
+@njit(parallel=True, cache=True)
+def encode_dense(X, features, bounds, starts, lengths, nan_codes, codes):
+    """``codes[j, i]``: the code of ``X[i, features[j]]`` (dense rows: ``|x| <= kZeroThreshold``
+    reads 0, as LightGBM's dense row function drops it)."""
+    n = X.shape[0]
+    nb = (n + 4095) // 4096
+    for b in prange(nb):
+        for j in range(features.shape[0]):
+            f = features[j]
+            lo, length, nan_code = starts[j], lengths[j], nan_codes[j]
+            for i in range(b * 4096, min(n, (b + 1) * 4096)):
+                x = np.float64(X[i, f])
+                if abs(x) <= K_ZERO_THRESHOLD:
+                    x = 0.0
+                codes[j, i] = _code(x, bounds, lo, length, nan_code)
+
+
+@njit(parallel=True, cache=True)
+def encode_sparse(is_csc, n, indptr, indices, data, column_of_feature, bounds, starts, lengths, nan_codes, codes):
+    """Codes of a CSR (each row's entries in storage order, the last duplicate winning) or
+    canonical CSC matrix; absent entries read 0.  Returns False (codes unusable) when a
+    stored value is tiny but not zero (CSR keeps those values, whose sides of a threshold at
+    +-kZeroThreshold the codes cannot tell apart from 0)."""
+    ncols = codes.shape[0]
+    for j in prange(ncols):
+        zero = _code(0.0, bounds, starts[j], lengths[j], nan_codes[j])
+        for i in range(n):
+            codes[j, i] = zero
+    tiny = 0
+    if is_csc:
+        for f in prange(indptr.shape[0] - 1):
+            j = column_of_feature[f]
+            if j < 0:
+                continue
+            for p in range(indptr[f], indptr[f + 1]):
+                x = np.float64(data[p])
+                if abs(x) <= K_ZERO_THRESHOLD:
+                    x = 0.0
+                codes[j, indices[p]] = _code(x, bounds, starts[j], lengths[j], nan_codes[j])
+    else:
+        for i in prange(n):
+            for p in range(indptr[i], indptr[i + 1]):
+                j = column_of_feature[indices[p]]
+                if j < 0:
+                    continue
+                x = np.float64(data[p])
+                if x != 0.0 and abs(x) <= K_ZERO_THRESHOLD:
+                    tiny += 1
+                codes[j, i] = _code(x, bounds, starts[j], lengths[j], nan_codes[j])
+    return tiny == 0
+
+
+@njit(parallel=True, cache=True)
+def walk_codes(codes, block, chunks, column, tcode, miss, go_default, child, node_value, node_leaf, roots, depths,
+               out, leaves, want_leaves):
+    """The forest walked over column-major codes, rows in lockstep blocks; the child is
+    picked by index (``child[2 * nd + go_right]``), without a data-dependent branch."""
+    n = codes.shape[1]
+    nblocks = (n + block - 1) // block
+    nchunks = min(nblocks, chunks)
+    for c in prange(nchunks):
+        b0, b1 = _chunk_bounds(c, nchunks, nblocks)
+        node = np.empty(block, dtype=np.int32)
+        for b in range(b0, b1):
+            r0 = b * block
+            m = min(block, n - r0)
+            for k in range(roots.shape[0]):
+                root = roots[k]
+                for j in range(m):
+                    node[j] = root
+                for _ in range(depths[k]):
+                    for j in range(m):
+                        nd = node[j]
+                        code = np.int32(codes[column[nd], r0 + j])
+                        is_miss = code == miss[nd]
+                        go = np.int32(is_miss) * go_default[nd] + np.int32(not is_miss) * np.int32(code > tcode[nd])
+                        node[j] = child[2 * nd + go]
+                for j in range(m):
+                    nd = node[j]
+                    out[r0 + j, k] += node_value[nd]
+                    if want_leaves:
+                        leaves[r0 + j, k] = node_leaf[nd]

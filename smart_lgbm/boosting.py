@@ -32,7 +32,9 @@ from .engine_data import EngineSet
 from .losses.base import Loss, Target, check_finite
 from .params import ENGINE_ONLY, LOSS_AND_METRIC_PARAMS, EngineConfig, canonicalize, check_seed, refuse_unsupported
 from .samplers import GradientHistory, Sample, Sampler, SamplingState
-from .walk import Forest, add_outputs
+from .bincodes import BinCodes, CodeBook
+from .rawdata import RawFeatures
+from .walk import Forest, add_coded_outputs, add_outputs
 
 # LightGBM adds an initial score only when it is larger than this (kEpsilon).
 _K_EPSILON = 1e-15
@@ -95,12 +97,32 @@ def check_sample(sample: Any, n: int, k: int, sampler: Sampler) -> None:
         check_finite(f"{'gradients' if name == 'grad' else 'hessians'} from {sampler!r}", values)
 
 
-class ScoredSet:
-    """A data set whose raw scores the run tracks, and how they get each tree's outputs."""
+def _code_book(train: EngineSet) -> CodeBook | None:
+    """The bin codes' book of the training data's bins, or None (the walk then reads the raw
+    features): when the data cannot be coded exactly, or LightGBM's bin mappers cannot be
+    read (a temporary file that cannot be written)."""
+    try:
+        return CodeBook.from_mappers(_lightgbm.bin_mappers(train.handle))
+    except OSError:
+        return None
 
-    def __init__(self, data: EngineSet, k: int) -> None:
+
+class ScoredSet:
+    """A data set whose raw scores the run tracks, and how they get each tree's outputs.
+
+    ``walk`` is what the compiled walk reads: the set's bin codes when its raw features
+    could be coded (:mod:`smart_lgbm.bincodes`), else its raw features, else None (its
+    outputs then come from LightGBM's binned predictor).
+    """
+
+    def __init__(self, data: EngineSet, k: int, book: CodeBook | None) -> None:
         self.data = data
         self.scores = np.zeros((data.num_rows, k)) if data.init_score is None else data.init_score.copy()
+        raw = data.raw
+        codes = None if raw is None or book is None else book.encode(raw)
+        self.walk: BinCodes | RawFeatures | None = raw if codes is None else codes
+        if codes is not None:
+            data.release_raw()  # the codes replace it (a converted DataFrame's copy is freed)
 
     @property
     def lightgbm_read(self) -> tuple[Any, int, np.ndarray | None]:
@@ -137,12 +159,13 @@ class BoostingRun:
         self.k = self.loss.num_model_per_iteration
         self.history = GradientHistory(maxlen=sampler.history_length)
         self.trees: list[str] = []
-        self.train = ScoredSet(train, self.k)
-        self.valids = [ScoredSet(v, self.k) for v in valids]
         self.subset_params = _lightgbm.params_to_str(
             {k: v for k, v in cfg.tree_params.items() if k in ("num_threads", "verbosity")}
         )
         self.fitter = _lightgbm.OneIterationBooster(cfg.booster_params(0), self.k, train.handle, self.subset_params)
+        self.book = _code_book(train)
+        self.train = ScoredSet(train, self.k, self.book)
+        self.valids = [ScoredSet(v, self.k, self.book) for v in valids]
         self.params_changed = False  # by a reset_parameter callback since the last iteration
         self._leaves: np.ndarray | None = None  # each training row's leaf, when the sampler needs it
         # float32 g, h of every training row (LightGBM's own precision), reused every iteration
@@ -217,8 +240,8 @@ class BoostingRun:
         # Outputs read through LightGBM: the training set when every row was drawn (from the
         # tree learner's partition) or when its raw features are not in memory, and any
         # validation set without raw features.  The others are walked.
-        walk_train = not all_rows and train.raw is not None
-        through_lightgbm = ([] if walk_train else [self.train]) + [v for v in self.valids if v.data.raw is None]
+        walk_train = not all_rows and self.train.walk is not None
+        through_lightgbm = ([] if walk_train else [self.train]) + [v for v in self.valids if v.walk is None]
         self._warn_slow([s for s in through_lightgbm if not (s is self.train and all_rows)])
         subset = None if all_rows else _lightgbm.SubsetHandle(train.handle, sample.indices, self.subset_params)
         if self.params_changed or self.cfg.trees_draw_random_numbers():
@@ -248,12 +271,17 @@ class BoostingRun:
             self.trees.extend(fitted.texts)
             for scored, outputs in zip(through_lightgbm, fitted.outputs):
                 scored.scores += outputs
-            walked = ([self.train] if walk_train else []) + [v for v in self.valids if v.data.raw is not None]
+            walked = ([self.train] if walk_train else []) + [v for v in self.valids if v.walk is not None]
             if walked:
                 forest = Forest.from_tree_texts(fitted.texts)
+                coded = None
                 for scored in walked:
                     leaves = self._leaf_buffer() if scored is self.train and self.sampler.needs_leaves else None
-                    add_outputs(scored.data.raw, forest, scored.scores, leaves)
+                    if isinstance(scored.walk, BinCodes):
+                        coded = coded or self.book.coded_forest(forest)
+                        add_coded_outputs(scored.walk, coded, scored.scores, leaves)
+                    else:
+                        add_outputs(scored.walk, forest, scored.scores, leaves)
             if self.sampler.needs_leaves:
                 leaves = self._leaves if walk_train else fitted.leaves[0]
                 self.history.leaves = leaves[:, 0] if self.k == 1 else leaves

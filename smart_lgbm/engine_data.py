@@ -90,6 +90,11 @@ class EngineSet:
             self._raw = None if self.raw_source is None else self.raw_source()
         return self._raw
 
+    def release_raw(self) -> None:
+        """Drop the raw features (the engine walks bin codes of them instead)."""
+        self._raw = None
+        self.raw_source = None
+
 
 # --------------------------------------------------------------------------- fields
 
@@ -198,22 +203,32 @@ def _target_and_scores(name: str, fields: dict[str, Any], n: int, loss: Loss) ->
 # --------------------------------------------------------------------------- binning
 
 
-# Up to this many cells (rows x features) the engine stores its own binned copy densely.
+# The engine stores its own binned copy densely up to this many cells (rows x features),
+# and beyond it while the dense bins take no more bytes than the raw sparse data itself.
 _DENSE_CELLS = 1 << 27
 
 
-def _storage_params(data: Any, params: dict[str, Any]) -> dict[str, Any]:
-    """Dense bin storage for the engine's own copy of moderately sized sparse data.
+def _raw_bytes(data: Any) -> int:
+    """Bytes of a scipy.sparse matrix's stored arrays (0 for anything else)."""
+    return sum(getattr(getattr(data, name, None), "nbytes", 0) for name in ("data", "indices", "indptr"))
 
-    Sparse feature groups make LightGBM build a multi-value bin every time a Booster's
-    training data changes, a large share of a small data set's iteration.  Dense storage
-    gives the same bins and histograms; below 2^27 cells it costs at most 128 MB of
-    one-byte bins.  An explicit ``is_enable_sparse`` is always respected.
+
+def _storage_params(data: Any, params: dict[str, Any]) -> dict[str, Any]:
+    """Dense bin storage for the engine's own copy of sparse data while it is affordable.
+
+    Sparse feature groups make LightGBM copy rows slowly into each sample's subset and
+    rebuild a multi-value bin every time a Booster's training data changes: per iteration
+    they cost more than the tree (measured on a 470,000 x 700 CSR set at rate 0.1: subset
+    and reset 119 ms sparse, 10 ms dense; the tree itself 16 ms sparse, 46 ms dense).
+    Dense storage gives the same bins and trees at one byte per cell, so it is used up to
+    2^27 cells, and beyond while that is no more than the bytes of the raw sparse matrix.
+    An explicit ``is_enable_sparse`` is always respected.
     """
     shape = getattr(data, "shape", None)
     if "is_enable_sparse" in params or shape is None or len(shape) != 2:
         return params
-    if int(shape[0]) * int(shape[1]) <= _DENSE_CELLS:
+    cells = int(shape[0]) * int(shape[1])
+    if cells <= _DENSE_CELLS or cells <= _raw_bytes(data):
         return {**params, "is_enable_sparse": False}
     return params
 

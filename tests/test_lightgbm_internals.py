@@ -551,3 +551,45 @@ def test_is_early_stopping_callback_knows_lightgbms():
     assert L.is_early_stopping_callback(lgb.early_stopping(5, verbose=False))
     assert not L.is_early_stopping_callback(lgb.log_evaluation(5))
     assert not L.is_early_stopping_callback(lambda env: None)
+
+
+# --------------------------------------------------------------------------- bin mappers
+
+
+def test_bin_mappers_are_read_from_lightgbms_binary_file():
+    # Pins the layout of LGBM_DatasetSaveBinary's file that _lightgbm.bin_mappers parses:
+    # every feature's bin count is LightGBM's own, every threshold a trained tree holds is one
+    # of its feature's upper bounds, missing types and categorical features as LightGBM binned
+    # them, unused features absent.
+    import ctypes
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(3000, 6))
+    X[::5, 1] = np.nan  # missing type NaN
+    X[:, 2] = 0.0  # constant: unused
+    X[:, 4] = rng.integers(0, 8, 3000)  # categorical
+    X[:, 5] = np.where(rng.random(3000) < 0.4, 0.0, X[:, 5])
+    y = X[:, 0] + np.nan_to_num(X[:, 1]) + (X[:, 4] == 3) + X[:, 5]
+    ds = lgb.Dataset(X, y, categorical_feature=[4], params={"verbosity": -1, "zero_as_missing": False}).construct()
+    mappers = L.bin_mappers(L.handle_of(ds))
+    assert len(mappers) == 6 and mappers[2] is None
+    for f, mapper in enumerate(mappers):
+        if mapper is None:
+            continue
+        num_bin = ctypes.c_int(0)
+        L._check(L._LIB.LGBM_DatasetGetFeatureNumBin(L.handle_of(ds), ctypes.c_int(f), ctypes.byref(num_bin)))
+        assert mapper.categorical == (f == 4)
+        if not mapper.categorical:
+            assert mapper.upper_bounds.shape == (num_bin.value,)
+    assert [m.missing_type for m in mappers if m is not None and not m.categorical] == [0, 2, 0, 0]
+    booster = lgb.train({"objective": "regression", "verbosity": -1, "num_leaves": 31}, ds, 20)
+    seen = 0
+    for text in L.tree_bodies(booster.model_to_string()):
+        tree = L.parse_tree(text)
+        for feature, threshold, decision in zip(tree.split_feature, tree.threshold, tree.decision_type):
+            if not decision & 1:  # numerical split
+                assert np.any(mappers[feature].upper_bounds == threshold)
+                seen += 1
+    assert seen > 100
+    zero_missing = lgb.Dataset(X[:, [0]], y, params={"verbosity": -1, "zero_as_missing": True}).construct()
+    assert L.bin_mappers(L.handle_of(zero_missing))[0].missing_type == 1

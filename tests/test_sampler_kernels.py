@@ -153,8 +153,14 @@ SPECTRA = {
 }
 
 
+@pytest.mark.parametrize("histogram", [True, False], ids=["histogram", "plain_rounds"])
 @pytest.mark.parametrize("spectrum", sorted(SPECTRA))
-def test_solve_rho_hits_the_target_on_hard_spectra(spectrum):
+def test_solve_rho_hits_the_target_on_hard_spectra(spectrum, histogram, monkeypatch):
+    # the solve brackets with a histogram from _HISTOGRAM_ROWS rows on, and goes straight to
+    # its capping rounds below: both paths must hit the target exactly
+    from smart_lgbm.samplers import compiled
+
+    monkeypatch.setattr(compiled, "_HISTOGRAM_ROWS", 0 if histogram else 1 << 40)
     s = SPECTRA[spectrum](np.random.default_rng(0), 30_000)
     n_pos = int(np.count_nonzero(s))
     for frac in (0.001, 0.05, 0.3, 0.8):

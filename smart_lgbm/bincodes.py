@@ -1,0 +1,220 @@
+"""Compact codes of the raw features for the walk: each value's place among LightGBM's bin bounds.
+
+Walking the trees over the raw float features reads every row whole (row-major data):
+on 720,000 x 136 float32 that is 392 MB per tree, and the walk is bound by memory
+bandwidth.  Every numerical threshold LightGBM puts in a tree is one of the feature's bin
+upper bounds (its ``BinMapper``), so a value only matters through its position among
+those bounds.  :class:`CodeBook` reads the bounds of the training Dataset
+(:func:`smart_lgbm._lightgbm.bin_mappers`) and :meth:`CodeBook.encode` stores, once per
+run, every value as one byte, column-major; the walk then reads a block's byte of each
+feature a node tests (:func:`smart_lgbm._walk_kernels.walk_codes`).
+
+Exactness (the walk must add what ``Booster.predict(raw_score=True)`` adds):
+
+* With ``T`` a feature's bin upper bounds in increasing order (``+inf`` included: a split
+  at it sends every number left and NaN the default way) and ``t = T[k]`` a threshold,
+  ``x <= t`` exactly when ``code(x) = #{j : T[j] < x} <= k``: numerical splits are decided
+  exactly.
+* NaN: missing type NaN gets its own code (:data:`NAN_CODE`), sent the default way;
+  missing types None and Zero read NaN as 0, as LightGBM does, and so get the code of 0.
+* Missing type Zero sends ``|x| <= kZeroThreshold`` the default way: those values read 0
+  (dense and CSC input, as LightGBM's row functions drop them), and the code of 0 must
+  hold nothing else: LightGBM's bins then have ``(-kZeroThreshold, kZeroThreshold]`` as a
+  bin of its own.  When they do not (a feature with values of one sign only), or CSR input
+  stores tiny non-zero values (LightGBM's CSR row function keeps them), the data is not
+  coded and the engine walks the raw features.
+* Categorical features, and features with more than 254 bounds below +inf (``max_bin``
+  above 255), are not coded either (the raw walk decides them).
+
+Memory: one byte per row and coded feature (LightGBM's own binned rows take the same);
+sparse input is coded only while that is no more than the sparse matrix itself, or small
+(:data:`MAX_SPARSE_CODE_BYTES`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import _lightgbm
+from . import _walk_kernels as _k
+from .rawdata import RawFeatures
+
+#: Code of NaN for features whose missing type is NaN.
+NAN_CODE = _k.NAN_CODE
+#: Largest number of bounds below +inf a coded feature may have (codes 0..254, 255 for NaN).
+MAX_BOUNDS = 254
+#: Sparse input is coded (as a dense byte matrix) up to this many bytes of codes, and
+#: beyond while the codes take no more bytes than the sparse matrix itself; larger sparse
+#: data is walked as it is.
+MAX_SPARSE_CODE_BYTES = 64 << 20
+
+_MISSING_NONE, _MISSING_ZERO, _MISSING_NAN = 0, 1, 2
+
+
+@dataclass(frozen=True, eq=False)
+class BinCodes:
+    """Every coded feature's code per row: ``codes[column, row]``, uint8."""
+
+    codes: np.ndarray
+
+    @property
+    def num_rows(self) -> int:
+        return int(self.codes.shape[1])
+
+
+@dataclass(frozen=True, eq=False)
+class CodedForest:
+    """A :class:`~smart_lgbm.walk.Forest`'s nodes for :func:`_k.walk_codes`.
+
+    Per node: the code ``column`` of its feature, ``tcode`` (its threshold's position among
+    the feature's bounds), ``miss`` (the code sent the default way; :data:`_k.NO_MISS` for
+    none), ``go_default`` (1 when the default way is right) and its two children at
+    ``child[2 * node]`` (left) and ``child[2 * node + 1]``; leaves are their own children.
+    """
+
+    column: np.ndarray
+    tcode: np.ndarray
+    miss: np.ndarray
+    go_default: np.ndarray
+    child: np.ndarray
+    node_value: np.ndarray
+    node_leaf: np.ndarray
+    roots: np.ndarray
+    depths: np.ndarray
+
+
+class CodeBook:
+    """How each feature's raw values become codes: LightGBM's bin bounds of the training data.
+
+    Build it with :meth:`from_mappers`; None there means the data cannot be coded exactly.
+    """
+
+    def __init__(self, features: np.ndarray, bounds: list[np.ndarray], nan_codes: np.ndarray,
+                 zero_codes: np.ndarray, num_features: int) -> None:
+        self.features = features  # the coded features, in column order
+        self.column_of_feature = np.full(num_features, -1, dtype=np.int32)
+        self.column_of_feature[features] = np.arange(features.shape[0], dtype=np.int32)
+        self.bounds = bounds
+        self.flat_bounds = np.concatenate(bounds) if bounds else np.empty(0)
+        self.lengths = np.array([b.shape[0] for b in bounds], dtype=np.int64)
+        self.starts = np.concatenate(([0], np.cumsum(self.lengths)[:-1])).astype(np.int64)
+        self.nan_codes = nan_codes  # NAN_CODE, or -1: NaN reads 0
+        self.zero_codes = zero_codes  # code of 0.0 for missing type Zero, else NO_MISS
+        # (feature, threshold) -> (column, threshold's code): a tree's thresholds are bounds
+        self._code_of = {(int(f), float(t)): (col, pos) for col, (f, b) in enumerate(zip(features, bounds))
+                         for pos, t in enumerate(b.tolist())}
+
+    @classmethod
+    def from_mappers(cls, mappers: list[_lightgbm.BinMapper | None]) -> CodeBook | None:
+        """The code book of a Dataset's bin mappers, or None when some used feature cannot
+        be coded exactly (categorical, too many bins, a Zero-missing feature whose 0 does
+        not have a bin of its own)."""
+        features, bounds, nan_codes, zero_codes = [], [], [], []
+        k_zero = _k.K_ZERO_THRESHOLD
+        for feature, mapper in enumerate(mappers):
+            if mapper is None:
+                continue  # a feature LightGBM does not use: no tree splits on it
+            if mapper.categorical:
+                return None
+            upper = mapper.upper_bounds
+            if mapper.missing_type == _MISSING_NAN:
+                upper = upper[:-1]  # the last bin holds NaN; its bound means nothing
+            finite = upper[~np.isnan(upper)]  # +inf stays: a split at it sends NaN alone the default way
+            # codes run up to len(finite), or len(finite) - 1 when the last bound is +inf
+            if finite.shape[0] - (finite.shape[0] > 0 and finite[-1] == np.inf) > MAX_BOUNDS or np.any(
+                    np.diff(finite) <= 0):
+                return None
+            zero_code = _k.NO_MISS
+            if mapper.missing_type == _MISSING_ZERO:
+                below = np.searchsorted(finite, 0.0)
+                # 0's code must hold 0 alone: the bin (-kZeroThreshold, kZeroThreshold]
+                if not (0 < below < finite.shape[0] and finite[below - 1] == -k_zero and finite[below] == k_zero):
+                    return None
+                zero_code = int(below)
+            features.append(feature)
+            bounds.append(finite.astype(np.float64))
+            nan_codes.append(NAN_CODE if mapper.missing_type == _MISSING_NAN else -1)
+            zero_codes.append(zero_code)
+        return cls(np.array(features, dtype=np.int32), bounds, np.array(nan_codes, dtype=np.int64),
+                   np.array(zero_codes, dtype=np.int64), len(mappers))
+
+    def encode(self, raw: RawFeatures) -> BinCodes | None:
+        """The codes of ``raw``'s rows, or None when they cannot be coded exactly or cheaply
+        (sparse data above :data:`MAX_SPARSE_CODE_BYTES`, CSR input storing tiny non-zero
+        values, a CSC matrix that is not canonical)."""
+        if raw.num_features < self.column_of_feature.shape[0]:
+            return None
+        n = raw.num_rows
+        if raw.layout == "dense":
+            codes = np.empty((self.features.shape[0], n), dtype=np.uint8)
+            _k.encode_dense(raw.dense, self.features, self.flat_bounds, self.starts, self.lengths, self.nan_codes,
+                            codes)
+            return BinCodes(codes)
+        raw_bytes = raw.indptr.nbytes + raw.indices.nbytes + raw.values.nbytes
+        if self.features.shape[0] * n > max(MAX_SPARSE_CODE_BYTES, raw_bytes):
+            return None
+        codes = np.empty((self.features.shape[0], n), dtype=np.uint8)
+        is_csc = raw.layout == "csc"
+        if is_csc and not _strictly_sorted_segments(raw.indptr, raw.indices):
+            return None  # duplicates or unsorted columns: LightGBM's column reader is not a plain scatter
+        column_of_feature = np.full(raw.num_features, -1, dtype=np.int32)
+        column_of_feature[: self.column_of_feature.shape[0]] = self.column_of_feature
+        ok = _k.encode_sparse(is_csc, n, raw.indptr, raw.indices, raw.values, column_of_feature, self.flat_bounds,
+                              self.starts, self.lengths, self.nan_codes, codes)
+        return BinCodes(codes) if ok else None
+
+    def coded_forest(self, forest: "Forest") -> CodedForest:  # noqa: F821 (walk imports this module)
+        """``forest``'s nodes in codes.
+
+        Raises
+        ------
+        RuntimeError
+            A numerical threshold that is not one of its feature's bin bounds, or a split
+            on a feature the book does not code (neither happens with trees LightGBM grew
+            on the Dataset the book was read from).
+        """
+        n = forest.threshold.shape[0]
+        internal = forest.left != np.arange(n)
+        column = np.zeros(n, dtype=np.int32)
+        tcode = np.zeros(n, dtype=np.int32)
+        miss = np.full(n, _k.NO_MISS, dtype=np.int32)
+        nodes = np.flatnonzero(internal)
+        for nd, feature, threshold, flags in zip(nodes.tolist(), forest.feature[nodes].tolist(),
+                                                 forest.threshold[nodes].tolist(), forest.flags[nodes].tolist()):
+            found = self._code_of.get((feature, threshold))
+            if found is None or flags & _k.CATEGORICAL:
+                raise RuntimeError(f"a split of feature {feature} at {threshold!r} is not on one of LightGBM's bin "
+                                   "bounds that the bin codes hold")
+            col, position = found
+            column[nd] = col
+            tcode[nd] = position
+            missing_type = (flags >> 2) & 3
+            if missing_type == _MISSING_NAN:
+                if self.nan_codes[col] != NAN_CODE:
+                    raise RuntimeError(f"feature {feature}: a NaN-missing split on a feature binned without NaN")
+                miss[nd] = NAN_CODE
+            elif missing_type == _MISSING_ZERO:
+                if self.zero_codes[col] == _k.NO_MISS:
+                    raise RuntimeError(f"feature {feature}: a zero-missing split on a feature binned without it")
+                miss[nd] = self.zero_codes[col]
+            elif self.nan_codes[col] == NAN_CODE:
+                raise RuntimeError(f"feature {feature}: a split without missing values on a NaN-binned feature")
+        child = np.empty(2 * n, dtype=np.int32)
+        child[0::2] = forest.left
+        child[1::2] = forest.right
+        go_default = ((forest.flags & _k.DEFAULT_LEFT) == 0).astype(np.int32)
+        return CodedForest(column, tcode, miss, go_default, child, forest.node_value, forest.node_leaf,
+                           forest.roots, forest.depths)
+
+
+def _strictly_sorted_segments(indptr: np.ndarray, indices: np.ndarray) -> bool:
+    """Whether the indices of every segment ``indptr[j]:indptr[j + 1]`` strictly increase."""
+    if indices.shape[0] < 2:
+        return True
+    increasing = np.diff(indices.astype(np.int64)) > 0
+    starts = np.asarray(indptr[1:-1], dtype=np.int64) - 1  # a diff across a segment boundary
+    starts = starts[(starts >= 0) & (starts < increasing.shape[0])]
+    increasing[starts] = True
+    return bool(increasing.all())

@@ -1,0 +1,145 @@
+"""The walk over bin codes (smart_lgbm.bincodes) against LightGBM's own predict.
+
+As for the raw walk (tests/test_walk.py) every check is exact: the coded walk summed over a
+stock model's iterations, from zeros, must equal ``Booster.predict(raw_score=True)`` bit for
+bit after every iteration, leaves ``predict(pred_leaf=True)``, on the training data and on
+validation data with values the training data never had.  Where exactness cannot be had
+the data must not be coded at all (the engine then walks the raw features).
+"""
+
+from __future__ import annotations
+
+import lightgbm as lgb
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from smart_lgbm import _lightgbm as L
+from smart_lgbm._walk_kernels import K_ZERO_THRESHOLD
+from smart_lgbm.bincodes import NAN_CODE, CodeBook
+from smart_lgbm.rawdata import RawFeatures
+from smart_lgbm.walk import Forest, add_coded_outputs
+
+K = K_ZERO_THRESHOLD
+TINY = np.array([K, -K, np.nextafter(K, 1.0), -np.nextafter(K, 1.0), 1e-36, -1e-300, 0.0, -0.0])
+
+
+def _model_and_book(X, y, params, rounds=25, dataset_params=None):
+    ds = lgb.Dataset(X, y, params={"verbosity": -1, **(dataset_params or {})}).construct()
+    booster = lgb.train({"verbosity": -1, "num_threads": 1, "seed": 1, "num_leaves": 15, **params}, ds, rounds)
+    return booster, CodeBook.from_mappers(L.bin_mappers(L.handle_of(ds)))
+
+
+def _coded_walk_equals_predict(booster, book, data):
+    raw = RawFeatures.from_data(data)
+    codes = book.encode(raw)
+    assert codes is not None
+    texts = L.tree_bodies(booster.model_to_string())
+    k = booster.num_model_per_iteration()
+    n = raw.num_rows
+    out = np.zeros((n, k))
+    stock_leaves = booster.predict(data, pred_leaf=True).reshape(n, -1)
+    for it in range(len(texts) // k):
+        leaves = np.full((n, k), -1, dtype=np.int32)
+        add_coded_outputs(codes, book.coded_forest(Forest.from_tree_texts(texts[it * k:(it + 1) * k])), out, leaves)
+        stock = booster.predict(data, raw_score=True, num_iteration=it + 1).reshape(n, k)
+        assert np.array_equal(out, stock), f"iteration {it}: {np.abs(out - stock).max()}"
+        assert np.array_equal(leaves, stock_leaves[:, it * k:(it + 1) * k]), f"iteration {it}"
+
+
+def _special_values(rng, n, d):
+    X = rng.normal(size=(n, d))
+    X[rng.random((n, d)) < 0.15] = 0.0
+    X[rng.random((n, d)) < 0.1] = np.nan
+    mask = rng.random((n, d)) < 0.1
+    X[mask] = rng.choice(TINY, size=mask.sum())
+    return X
+
+
+@pytest.mark.parametrize("params", [{}, {"zero_as_missing": True}, {"use_missing": False}],
+                         ids=["default", "zero_as_missing", "no_missing"])
+@pytest.mark.parametrize("layout", ["float64", "float32", "fortran"])
+def test_coded_walk_is_predict_on_dense_data(params, layout):
+    rng = np.random.default_rng(0)
+    X, Xv = _special_values(rng, 2000, 6), _special_values(rng, 800, 6)
+    Xv[:40, 3] = rng.normal(size=40) * 50  # values outside the training range
+    y = np.nan_to_num(X[:, 0]) + (X[:, 1] == 0) - 2 * np.isnan(X[:, 2]) + 0.3 * rng.normal(size=2000)
+    convert = {"float64": np.asarray, "float32": lambda a: a.astype(np.float32),
+               "fortran": np.asfortranarray}[layout]
+    booster, book = _model_and_book(convert(X), y, {"objective": "regression", **params}, dataset_params=params)
+    assert book is not None
+    for data in (convert(X), convert(Xv)):
+        _coded_walk_equals_predict(booster, book, data)
+
+
+def test_coded_walk_is_predict_on_sparse_data_and_multiclass():
+    rng = np.random.default_rng(1)
+    dense = np.where(rng.random((3000, 12)) < 0.25, rng.normal(size=(3000, 12)), 0.0)
+    y = np.digitize(dense[:, 0] + dense[:, 1], [-0.3, 0.3]).astype(float)
+    csr = sp.csr_matrix(dense)
+    booster, book = _model_and_book(csr, y, {"objective": "multiclass", "num_class": 3}, rounds=15)
+    _coded_walk_equals_predict(booster, book, csr)
+    _coded_walk_equals_predict(booster, book, sp.csc_matrix(dense))
+    _coded_walk_equals_predict(booster, book, dense)
+    # CSR as LightGBM reads it: unsorted columns, duplicates (the last one wins), explicit zeros
+    indptr, indices, data = [0], [], []
+    for i in range(3000):
+        idx, val = csr.indices[csr.indptr[i]:csr.indptr[i + 1]][::-1], csr.data[csr.indptr[i]:csr.indptr[i + 1]][::-1]
+        if i % 7 == 0:
+            idx, val = np.r_[idx, 1, 1, 2], np.r_[val, 3.0, -2.5, 0.0]
+        indices.extend(idx)
+        data.extend(val)
+        indptr.append(len(indices))
+    messy = sp.csr_matrix((np.array(data), np.array(indices), np.array(indptr)), shape=(3000, 12))
+    assert not messy.has_canonical_format
+    _coded_walk_equals_predict(booster, book, messy)
+
+
+def test_codes_follow_lightgbms_bins():
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(1000, 3))
+    X[::7, 1] = np.nan
+    X[:, 2] = np.abs(X[:, 2]) + 1.0  # one sign only, no zeros
+    booster, book = _model_and_book(X, rng.normal(size=1000), {"objective": "regression"})
+    codes = book.encode(RawFeatures.from_data(X)).codes
+    assert codes.dtype == np.uint8 and codes.shape == (3, 1000)
+    assert np.all(codes[1, ::7] == NAN_CODE)  # NaN gets its own code where LightGBM keeps a NaN bin
+    for j in range(3):  # the code is the value's position among the feature's finite bounds
+        seen = ~np.isnan(X[:, j])
+        np.testing.assert_array_equal(codes[j, seen], np.searchsorted(book.bounds[j], X[seen, j], side="left"))
+
+
+def test_data_that_cannot_be_coded_exactly_is_left_to_the_raw_walk():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(2000, 4))
+    X[:, 3] = rng.integers(0, 6, 2000)
+    y = X[:, 0] + (X[:, 3] == 2)
+    # a categorical feature: no code book
+    ds = lgb.Dataset(X, y, categorical_feature=[3], params={"verbosity": -1}).construct()
+    assert CodeBook.from_mappers(L.bin_mappers(L.handle_of(ds))) is None
+    # zero as missing on a feature of one sign: 0 has no bin of its own
+    Xp = np.abs(X) + 0.5
+    ds = lgb.Dataset(Xp, y, params={"verbosity": -1, "zero_as_missing": True}).construct()
+    assert CodeBook.from_mappers(L.bin_mappers(L.handle_of(ds))) is None
+    # CSR storing tiny non-zero values (LightGBM's CSR predictor keeps them): not coded
+    booster, book = _model_and_book(X[:, :3], y, {"objective": "regression"})
+    tiny = sp.csr_matrix(X[:, :3])
+    tiny.data[::50] = 1e-36
+    assert book.encode(RawFeatures.from_data(tiny)) is None
+    # a CSC matrix with a duplicate entry (LightGBM's column reader keeps the first)
+    csc = sp.csc_matrix(X[:, :3])
+    dup = sp.csc_matrix((np.r_[csc.data[:1], csc.data], np.r_[csc.indices[:1], csc.indices],
+                         np.r_[0, csc.indptr[1:] + 1]), shape=csc.shape)
+    assert book.encode(RawFeatures.from_data(dup)) is None
+    assert book.encode(RawFeatures.from_data(csc)) is not None
+
+
+def test_a_threshold_outside_the_bounds_is_an_error():
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(500, 2))
+    booster, book = _model_and_book(X, X[:, 0], {"objective": "regression"}, rounds=1)
+    tree = L.parse_tree(L.tree_bodies(booster.model_to_string())[0])
+    forest = Forest.from_trees([tree])
+    forest.threshold[0] = np.nextafter(forest.threshold[0], np.inf)
+    with pytest.raises(RuntimeError, match="bin bounds"):
+        book.coded_forest(forest)
