@@ -206,16 +206,15 @@ NO_MISS = 256
 @njit(cache=True, inline="always")
 def _position(bounds, lo, length, x):
     """First ``j`` with ``bounds[lo + j] >= x`` (``length`` if none): ``x <= bounds[lo + k]``
-    exactly when ``j <= k``."""
-    a = 0
-    b = length
-    while a < b:
-        mid = (a + b) >> 1
-        if bounds[lo + mid] < x:
-            a = mid + 1
-        else:
-            b = mid
-    return a
+    exactly when ``j <= k``.  Branch-free halving: the comparison picks the next base by
+    arithmetic, so the data-dependent outcome costs no mispredicted branch."""
+    base = 0
+    size = length
+    while size > 1:
+        half = size >> 1
+        base += half * np.int64(bounds[lo + base + half - 1] < x)
+        size -= half
+    return base + np.int64(size == 1 and bounds[lo + base] < x)
 
 
 @njit(cache=True, inline="always")

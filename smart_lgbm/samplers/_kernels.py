@@ -158,14 +158,16 @@ def norm_sums(n, g, h):
 
 
 @njit(parallel=True, cache=True)
-def scan(kind, n, g, h, buf, lam, want_sum):
+def scan(kind, n, g, h, buf, lam, want_sum, plain):
     """One pass over the importances.
 
     Returns ``(smax, n_pos, n_bad, exponent, total)``: the largest importance, how many are
     positive, how many are NaN, infinite or negative, the exponent ``e`` with
     ``smax = f * 2**e``, ``f`` in [0.5, 1), and (if ``want_sum``) ``sum_i s_i * 2**-e``.
     Each block scales its own sum by its own largest power of two, so no sum overflows or
-    loses bits to underflow whatever the scale of the importances.
+    loses bits to underflow whatever the scale of the importances; with ``plain`` (the
+    importances are float32 values, or sums or norms of a few: their float64 sum can neither
+    overflow nor lose them to underflow) each block sums in the same pass instead.
     """
     nb = (n + BLOCK - 1) // BLOCK
     bmax = np.zeros(nb)
@@ -179,10 +181,12 @@ def scan(kind, n, g, h, buf, lam, want_sum):
         mx = 0.0
         pos = 0
         bad = 0
+        acc = 0.0
         for i in range(lo, hi):
             s = _score(kind, g, h, buf, lam, i)
             if s > 0.0 and not math.isinf(s):
                 pos += 1
+                acc += s
                 if s > mx:
                     mx = s
             elif s != 0.0:  # negative, NaN or +inf
@@ -190,7 +194,9 @@ def scan(kind, n, g, h, buf, lam, want_sum):
         bmax[b] = mx
         bpos[b] = pos
         bbad[b] = bad
-        if want_sum and mx > 0.0 and bad == 0:
+        if plain:
+            bsum[b] = acc  # exponent 0: scaled by the global exponent below
+        elif want_sum and mx > 0.0 and bad == 0:
             e = math.frexp(mx)[1]
             c1, c2 = pow2_pair(-e)
             acc = 0.0
@@ -212,7 +218,7 @@ def scan(kind, n, g, h, buf, lam, want_sum):
     if want_sum and n_bad == 0:
         for b in range(nb):
             if bmax[b] > 0.0:
-                total += math.ldexp(bsum[b], bexp[b] - exponent)
+                total += math.ldexp(bsum[b], bexp[b] - exponent)  # bexp is 0 when plain
     return smax, n_pos, n_bad, exponent, total
 
 

@@ -155,7 +155,9 @@ def solve(imp: Importance, rate: float | None, rho: float | None, owner: str, ma
 
 def _scan(imp: Importance, owner: str, want_sum: bool) -> tuple[float, int, int, float]:
     """``(smax, n_pos, exponent, total)`` of the importances (``_kernels.scan``); refuses bad ones."""
-    smax, n_pos, n_bad, exponent, total = _kernels().scan(*imp.args(), want_sum)
+    # importances computed from float32 g/h (the engine's) are summed in the same pass
+    plain = imp.kind in (FIRST, SECOND) and imp.g.dtype == np.float32
+    smax, n_pos, n_bad, exponent, total = _kernels().scan(*imp.args(), want_sum, plain)
     if n_bad:
         raise ValueError(f"{owner}: importance must be finite and non-negative; it has {n_bad} NaN, "
                          "infinite or negative value(s)")
