@@ -14,14 +14,12 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+from test_walk import _special_values  # NaN, zeros and values around ±kZeroThreshold
+
 from smart_lgbm import _lightgbm as L
-from smart_lgbm._walk_kernels import K_ZERO_THRESHOLD
 from smart_lgbm.bincodes import NAN_CODE, CodeBook
 from smart_lgbm.rawdata import RawFeatures
 from smart_lgbm.walk import Forest, add_coded_outputs
-
-K = K_ZERO_THRESHOLD
-TINY = np.array([K, -K, np.nextafter(K, 1.0), -np.nextafter(K, 1.0), 1e-36, -1e-300, 0.0, -0.0])
 
 
 def _model_and_book(X, y, params, rounds=25, dataset_params=None):
@@ -45,15 +43,6 @@ def _coded_walk_equals_predict(booster, book, data):
         stock = booster.predict(data, raw_score=True, num_iteration=it + 1).reshape(n, k)
         assert np.array_equal(out, stock), f"iteration {it}: {np.abs(out - stock).max()}"
         assert np.array_equal(leaves, stock_leaves[:, it * k:(it + 1) * k]), f"iteration {it}"
-
-
-def _special_values(rng, n, d):
-    X = rng.normal(size=(n, d))
-    X[rng.random((n, d)) < 0.15] = 0.0
-    X[rng.random((n, d)) < 0.1] = np.nan
-    mask = rng.random((n, d)) < 0.1
-    X[mask] = rng.choice(TINY, size=mask.sum())
-    return X
 
 
 @pytest.mark.parametrize("params", [{}, {"zero_as_missing": True}, {"use_missing": False}],
