@@ -1,76 +1,251 @@
 #!/usr/bin/env python
-"""Where one engine iteration's time goes, C-API step by step (synthetic dense binary data).
+"""Where one engine iteration's time goes, step by step, and what the alternatives cost.
 
-Times the steps of one engine iteration as the engine makes them, with random gradients:
-the log-loss gradients of all rows, the Bernoulli draw, the subset copy, the tree on the
-sample through the engine's one per-run Booster (with and without then reading every row's
-tree output through LightGBM's binned predictor; the difference is that walk), and the score update.
+For each data set (all synthetic but a9a, which is real): the steps of one iteration as
+the engine makes them, timed one by one (median over repeats, ms) on FirstOrder's sample
+of the gradients at the model's scores after a few stock iterations:
 
-Usage: python scripts/profile_engine_parts.py [--rows 2000000] [--features 28] [--rate 0.1]
-       [--leaves 63] [--repeats 10]
+* gradients of all rows (compiled), the sampler's rate solve + draw + gather (compiled);
+* LightGBM: subset copy, reset to the subset, the tree (``UpdateOneIterCustom``), model
+  text, then either the park (reset to a one-row Dataset) + rollback, as the engine does,
+  or the rollback on the sample's rows (the alternative: one reset, but the rollback walks
+  the sample);
+* the tree's parsing (text -> ``Forest`` -> coded forest);
+* every row's output of the tree: the coded walk (what the engine does on dense data),
+  the raw-feature walk, and LightGBM's binned predictor (the old engine's read-out: a reset
+  to the whole training set and ``GetPredict``);
+* once per run: LightGBM's binning of the data, reading its bin mappers, coding the data.
+
+The sparse set is also binned with LightGBM's sparse storage, to show what the engine's
+dense storage of sparse data (``engine_data._storage_params``) saves on subset and reset.
+
+Usage: python scripts/profile_engine_parts.py [--repeats 7] [--quick] [--out docs/results/profile_engine_parts.md]
 """
 
 from __future__ import annotations
 
 import argparse
 import ctypes
+import os
+import platform
+import statistics
+import sys
 import time
+from pathlib import Path
 
 import lightgbm as lgb
+import numba
 import numpy as np
 
-from smart_lgbm import _lightgbm as L
-from smart_lgbm.datasets import make_dense_binary
-from smart_lgbm.losses import BinaryLogloss, Target
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from smart_lgbm import _lightgbm as L  # noqa: E402
+from smart_lgbm.bincodes import CodeBook  # noqa: E402
+from smart_lgbm.boosting import class_major_float32, iteration_rng  # noqa: E402
+from smart_lgbm.losses import BinaryLogloss, Target  # noqa: E402
+from smart_lgbm.rawdata import RawFeatures  # noqa: E402
+from smart_lgbm.samplers import FirstOrder, GradientHistory, SamplingState  # noqa: E402
+from smart_lgbm.walk import Forest, add_coded_outputs, add_outputs  # noqa: E402
+
+#: name -> (description, rows, features, leaves, rate)
+CASES = {
+    "higgs-like": ("synthetic dense binary, 2,000,000 x 28 float32", 2_000_000, 28, 63, 0.1),
+    "mslr-sized": ("synthetic dense binary, 720,000 x 136 float32", 720_000, 136, 31, 0.1),
+    "400k-60": ("synthetic dense binary, 400,000 x 60 float32", 400_000, 60, 31, 0.1),
+    "yahoo-like": ("synthetic sparse (make_yahoo_like), 470,000 x 700 CSR", 470_000, 700, 31, 0.1),
+    "a9a": ("real LIBSVM a9a, 32,561 x 123 sparse", 32_561, 123, 31, 0.3),
+}
+
+
+def _data(name: str, quick: bool):
+    scale = 10 if quick else 1
+    _, n, f, _, _ = CASES[name]
+    if name == "a9a":
+        from smart_lgbm.datasets.bundled import load_a9a
+
+        (X, y), _ = load_a9a()
+        return X, y
+    if name == "yahoo-like":
+        from smart_lgbm.datasets.synthetic_sparse_ranking import make_yahoo_like
+
+        X, label, _ = make_yahoo_like(n // scale, f, seed=0)
+        return X, (label >= 2).astype(np.float64)
+    from smart_lgbm.datasets.synthetic import make_dense_binary
+
+    return make_dense_binary(n // scale, f, seed=0)
+
+
+def _ms(fn, repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return 1000 * statistics.median(times)
+
+
+def profile(name: str, repeats: int, quick: bool) -> list[str]:
+    desc, _, _, leaves, rate = CASES[name]
+    X, y = _data(name, quick)
+    n = X.shape[0]
+    out: dict[str, float] = {}
+    storage = {"verbosity": -1, "is_enable_sparse": False}
+    t0 = time.perf_counter()
+    ds = lgb.Dataset(X, y, params=storage).construct()
+    out["once: LightGBM bins the data (s)"] = time.perf_counter() - t0
+    handle = L.handle_of(ds)
+    t0 = time.perf_counter()
+    book = CodeBook.from_mappers(L.bin_mappers(handle))
+    out["once: read LightGBM's bin mappers (s)"] = time.perf_counter() - t0
+    raw = RawFeatures.from_data(X)
+    book.encode(RawFeatures.from_data(X[:100]))  # compile
+    t0 = time.perf_counter()
+    codes = book.encode(raw)
+    out["once: code the raw features (s)"] = time.perf_counter() - t0
+    params = (f"objective=custom metric=None verbosity=-1 num_leaves={leaves} min_data_in_leaf=100 "
+              "learning_rate=0.1 num_class=1 force_col_wise=true num_threads=2")
+    fitter = L.OneIterationBooster(params, 1, handle, "num_threads=2 verbosity=-1")
+    # realistic scores: a few stock iterations
+    booster = lgb.train({"objective": "binary", "num_leaves": leaves, "verbosity": -1, "num_threads": 2}, ds, 5)
+    scores = booster.predict(X, raw_score=True)
+    loss, target = BinaryLogloss(), Target(label=np.asarray(y, dtype=np.float64))
+    g, h = np.empty(n, np.float32), np.empty(n, np.float32)
+    sampler = FirstOrder(rate=rate)
+    state = SamplingState(0, g, h, scores, loss, target, GradientHistory())
+    loss.compute_gradients(scores, target, g, h)
+    sampler.sample(state, iteration_rng(0, 0))  # compile
+    steps: dict[str, list[float]] = {}
+    finished = ctypes.c_int(0)
+    out_all = np.zeros((n, 1))
+    for it in range(repeats):
+
+        def tick(key: str, since: float) -> float:
+            now = time.perf_counter()
+            steps.setdefault(key, []).append(1000 * (now - since))
+            return now
+
+        t = time.perf_counter()
+        loss.compute_gradients(scores, target, g, h)
+        t = tick("gradients of all rows (compiled)", t)
+        sample = sampler.sample(state, iteration_rng(0, it))
+        t = tick("FirstOrder: rate solve, draw, gather (compiled)", t)
+        gg, hh = class_major_float32(sample.grad), class_major_float32(sample.hess)
+        sub = L.SubsetHandle(handle, sample.indices, "num_threads=2 verbosity=-1")
+        t = tick("LightGBM: subset copy", t)
+        L._check(L._LIB.LGBM_BoosterResetTrainingData(fitter.handle, sub.handle))
+        t = tick("LightGBM: reset to the sample", t)
+        L._check(L._LIB.LGBM_BoosterUpdateOneIterCustom(
+            fitter.handle, gg.ctypes.data_as(ctypes.POINTER(ctypes.c_float)),
+            hh.ctypes.data_as(ctypes.POINTER(ctypes.c_float)), ctypes.byref(finished)))
+        t = tick("LightGBM: the tree on the sample", t)
+        text = L.tree_bodies(fitter._buffer.model_string(fitter.handle))
+        t = tick("LightGBM: model text", t)
+        forest = Forest.from_tree_texts(text)
+        coded = book.coded_forest(forest)
+        t = tick("parse the tree (text -> forest -> coded forest)", t)
+        if it % 2 == 0:  # the engine's way
+            L._check(L._LIB.LGBM_BoosterResetTrainingData(fitter.handle, fitter._parked.handle))
+            L._check(L._LIB.LGBM_BoosterRollbackOneIter(fitter.handle))
+            t = tick("park (reset to one row) + rollback [engine]", t)
+        else:  # one reset only: the rollback subtracts the tree from the sample's scores
+            L._check(L._LIB.LGBM_BoosterRollbackOneIter(fitter.handle))
+            t = tick("rollback on the sample's rows [alternative]", t)
+            L._check(L._LIB.LGBM_BoosterResetTrainingData(fitter.handle, fitter._parked.handle))
+            t = time.perf_counter()
+        add_coded_outputs(codes, coded, out_all)
+        t = tick("coded walk of all rows [engine]", t)
+        add_outputs(raw, forest, out_all)
+        t = tick("raw-feature walk of all rows", t)
+        sub.free()
+        # the old engine's read-out: the Booster pointed at the whole training set
+        steps.setdefault("LightGBM's binned predictor over all rows [old engine]", []).append(
+            _binned_read_out(fitter, handle, n, gg, hh, sample.indices))
+    fitter.free()
+    lines = [f"## {name}: {desc}; {leaves} leaves, FirstOrder(rate={rate})", "",
+             "| step | ms (median) |", "|---|---|"]
+    lines += [f"| {key} | {statistics.median(v[1:] if len(v) > 2 else v):.2f} |" for key, v in steps.items()]
+    lines += [f"| {key} | {value:.2f} |" for key, value in out.items()]
+    if name == "yahoo-like":
+        lines += _sparse_storage(X, y, rate, repeats)
+    return lines + [""]
+
+
+def _binned_read_out(fitter, handle, n, gg, hh, indices) -> float:
+    """ms to add a fresh tree's output to every training row through LightGBM's binned predictor."""
+    sub = L.SubsetHandle(handle, indices, "num_threads=2 verbosity=-1")
+    finished = ctypes.c_int(0)
+    fitter._point_at(sub.handle)
+    L._check(L._LIB.LGBM_BoosterUpdateOneIterCustom(
+        fitter.handle, gg.ctypes.data_as(ctypes.POINTER(ctypes.c_float)),
+        hh.ctypes.data_as(ctypes.POINTER(ctypes.c_float)), ctypes.byref(finished)))
+    t0 = time.perf_counter()
+    fitter._point_at(handle)  # reset to all rows: LightGBM walks them to rebuild the scores
+    buf = np.empty(n)
+    got = ctypes.c_int64(0)
+    L._check(L._LIB.LGBM_BoosterGetPredict(fitter.handle, ctypes.c_int(0), ctypes.byref(got),
+                                           buf.ctypes.data_as(ctypes.POINTER(ctypes.c_double))))
+    elapsed = 1000 * (time.perf_counter() - t0)
+    fitter._point_at(fitter._parked.handle)
+    L._check(L._LIB.LGBM_BoosterRollbackOneIter(fitter.handle))
+    sub.free()
+    return elapsed
+
+
+def _sparse_storage(X, y, rate: float, repeats: int) -> list[str]:
+    """Subset + reset and the tree with LightGBM's sparse storage vs the engine's dense one."""
+    rows = ["", "Sparse data: LightGBM's sparse storage against the engine's dense storage of its own copy:", "",
+            "| storage | subset + reset ms | tree ms |", "|---|---|---|"]
+    rng = np.random.default_rng(0)
+    for label, params in (("sparse (LightGBM's default)", {}), ("dense (the engine's)", {"is_enable_sparse": False})):
+        ds = lgb.Dataset(X, y, params={"verbosity": -1, **params}).construct()
+        handle = L.handle_of(ds)
+        fitter = L.OneIterationBooster("objective=custom metric=None verbosity=-1 num_leaves=31 num_class=1 "
+                                       "force_col_wise=true num_threads=2", 1, handle, "")
+        prep, tree = [], []
+        for _ in range(repeats):
+            idx = np.flatnonzero(rng.random(X.shape[0]) < rate).astype(np.int32)
+            g = rng.standard_normal(idx.size).astype(np.float32)
+            h = np.full(idx.size, 0.25, np.float32)
+            t0 = time.perf_counter()
+            sub = L.SubsetHandle(handle, idx, "")
+            fitter._point_at(sub.handle)
+            t1 = time.perf_counter()
+            finished = ctypes.c_int(0)
+            L._check(L._LIB.LGBM_BoosterUpdateOneIterCustom(
+                fitter.handle, g.ctypes.data_as(ctypes.POINTER(ctypes.c_float)),
+                h.ctypes.data_as(ctypes.POINTER(ctypes.c_float)), ctypes.byref(finished)))
+            t2 = time.perf_counter()
+            fitter._point_at(fitter._parked.handle)
+            L._check(L._LIB.LGBM_BoosterRollbackOneIter(fitter.handle))
+            sub.free()
+            prep.append(1000 * (t1 - t0))
+            tree.append(1000 * (t2 - t1))
+        fitter.free()
+        rows.append(f"| {label} | {statistics.median(prep):.1f} | {statistics.median(tree):.1f} |")
+    return rows
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--rows", type=int, default=2_000_000)
-    ap.add_argument("--features", type=int, default=28)
-    ap.add_argument("--rate", type=float, default=0.1)
-    ap.add_argument("--leaves", type=int, default=63)
-    ap.add_argument("--repeats", type=int, default=10)
+    ap.add_argument("--repeats", type=int, default=7)
+    ap.add_argument("--quick", action="store_true", help="1/10 of the sizes: a smoke run")
+    ap.add_argument("--data", nargs="+", default=list(CASES), choices=list(CASES))
+    ap.add_argument("--out", default=str(ROOT / "docs/results/profile_engine_parts.md"))
     args = ap.parse_args()
-    X, y = make_dense_binary(args.rows, args.features, seed=0)
-    ds = lgb.Dataset(X, y, params={"verbosity": -1}).construct()
-    handle, n = L.handle_of(ds), X.shape[0]
-    rng = np.random.default_rng(0)
-    fitter = L.OneIterationBooster(
-        f"objective=custom metric=None verbosity=-1 num_leaves={args.leaves} min_data_in_leaf=100 "
-        "learning_rate=0.1 num_class=1 force_col_wise=true", 1, handle, "")
-    totals: dict[str, float] = {}
+    from smart_lgbm.compare.io import write_text
 
-    def tick(name: str, since: float) -> float:
-        now = time.perf_counter()
-        totals[name] = totals.get(name, 0.0) + now - since
-        return now
-
-    loss, target, raw = BinaryLogloss(2.0), Target(label=y), np.zeros(n)
-    for _ in range(args.repeats):
-        t = time.perf_counter()
-        loss.gradient_hessian(raw, target)
-        t = tick("log-loss gradients (numpy)", t)
-        idx = np.flatnonzero(rng.random(n) < args.rate).astype(np.int32)
-        g = rng.standard_normal(idx.size).astype(np.float32)
-        h = np.ones(idx.size, dtype=np.float32)
-        t = tick("draw (numpy)", t)
-        sub = L.SubsetHandle(handle, idx, "")
-        t = tick("subset copy", t)
-        fitter.fit(sub.handle, g, h, [])
-        t = tick("tree on the sample", t)
-        fitted = fitter.fit(sub.handle, g, h, [(handle, n, None)])
-        t = tick("tree + outputs of all rows", t)
-
-        sub.free()
-        raw += fitted.outputs[0][:, 0]
-        tick("score update (numpy)", t)
-    fitter.free()
-    print(f"{n:,} x {args.features} synthetic dense, rate {args.rate}, {args.leaves} leaves; ms per iteration:")
-    for name, total in totals.items():
-        print(f"  {name:40s} {total / args.repeats * 1000:8.2f}")
-    walk = totals["tree + outputs of all rows"] - totals["tree on the sample"]
-    print(f"  {'=> binned predictor over all rows':40s} {walk / args.repeats * 1000:8.2f}")
+    lines = ["# One engine iteration, step by step", "",
+             f"Command: `python scripts/profile_engine_parts.py {' '.join(sys.argv[1:])}`".rstrip(), "",
+             f"Machine: {platform.machine()}, {os.cpu_count()} cores, 2 threads, Python {platform.python_version()}, "
+             f"lightgbm {lgb.__version__}, numba {numba.__version__}; nothing else running. Medians over "
+             f"{args.repeats} repeats (the first dropped); the steps marked [engine] are what an engine iteration "
+             "does, the others the alternatives it was measured against.", ""]
+    for name in args.data:
+        lines += profile(name, args.repeats, args.quick)
+        print("\n".join(lines[-12:]), file=sys.stderr, flush=True)
+    write_text(args.out, "\n".join(lines))
+    print("\n".join(lines))
 
 
 if __name__ == "__main__":
