@@ -32,9 +32,7 @@ from .engine_data import EngineSet
 from .losses.base import Loss, Target, check_finite
 from .params import ENGINE_ONLY, LOSS_AND_METRIC_PARAMS, EngineConfig, canonicalize, check_seed, refuse_unsupported
 from .samplers import GradientHistory, Sample, Sampler, SamplingState
-from .bincodes import BinCodes, CodeBook
-from .rawdata import RawFeatures
-from .walk import Forest, add_coded_outputs, add_outputs
+from .walk import BinCodes, CodeBook, Forest, RawFeatures, add_coded_outputs, add_outputs
 
 # LightGBM adds an initial score only when it is larger than this (kEpsilon).
 _K_EPSILON = 1e-15
@@ -111,7 +109,7 @@ class ScoredSet:
     """A data set whose raw scores the run tracks, and how they get each tree's outputs.
 
     ``walk`` is what the compiled walk reads: the set's bin codes when its raw features
-    could be coded (:mod:`smart_lgbm.bincodes`), else its raw features, else None (its
+    could be coded (:mod:`smart_lgbm.walk.codes`), else its raw features, else None (its
     outputs then come from LightGBM's binned predictor).
     """
 

@@ -36,7 +36,7 @@ import numpy as np
 from . import _lightgbm
 from .losses.base import Loss, Target, check_finite
 from .params import dataset_params
-from .rawdata import RawFeatures
+from .walk import RawFeatures
 
 _UNSET: Any = object()
 

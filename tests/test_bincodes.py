@@ -1,4 +1,4 @@
-"""The walk over bin codes (smart_lgbm.bincodes) against LightGBM's own predict.
+"""The walk over bin codes (smart_lgbm.walk.codes) against LightGBM's own predict.
 
 As for the raw walk (tests/test_walk.py) every check is exact: the coded walk summed over a
 stock model's iterations, from zeros, must equal ``Booster.predict(raw_score=True)`` bit for
@@ -17,9 +17,8 @@ import scipy.sparse as sp
 from test_walk import _special_values  # NaN, zeros and values around ±kZeroThreshold
 
 from smart_lgbm import _lightgbm as L
-from smart_lgbm.bincodes import NAN_CODE, CodeBook
-from smart_lgbm.rawdata import RawFeatures
-from smart_lgbm.walk import Forest, add_coded_outputs
+from smart_lgbm.walk import CodeBook, Forest, RawFeatures, add_coded_outputs
+from smart_lgbm.walk.codes import NAN_CODE
 
 
 def _model_and_book(X, y, params, rounds=25, dataset_params=None):

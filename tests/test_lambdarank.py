@@ -8,7 +8,7 @@ import lightgbm as lgb
 import numpy as np
 import pytest
 
-from smart_lgbm._ranking import DEFAULT_LABEL_GAIN
+from smart_lgbm.losses._ranking import DEFAULT_LABEL_GAIN
 from smart_lgbm.datasets.ranking import load_rank_sample
 from smart_lgbm.losses.base import Target
 from smart_lgbm.losses.lambdarank import NO_TRUNCATION, LambdaRank, warmup

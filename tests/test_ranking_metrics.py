@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from smart_lgbm.datasets.ranking import load_rank_sample
-from smart_lgbm.ranking_metrics import map_at, ndcg_at, warmup
+from smart_lgbm.metrics.ranking import map_at, ndcg_at, warmup
 
 
 def queries(raw, label, group, weight):

@@ -16,7 +16,7 @@ from typing import Any
 import numba
 import numpy as np
 
-from .._ranking import check_group, check_label_gain, check_ranking_labels
+from ._ranking import check_group, check_label_gain, check_ranking_labels
 from . import _lambdarank_kernels as _k
 from .base import Loss, Target
 
@@ -238,7 +238,7 @@ def warmup() -> float:
     Covers the gradient and per-row loss kernels and LightGBM's sigmoid table for
     ``sigmoid=1``. The first call in a fresh environment compiles (tens of seconds); later
     processes load the cache (well under 1 s). The ranking metrics have their own:
-    :func:`smart_lgbm.ranking_metrics.warmup`.
+    :func:`smart_lgbm.metrics.ranking.warmup`.
     """
     t0 = time.perf_counter()
     target = Target(

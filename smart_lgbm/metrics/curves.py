@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .losses.base import Target
-from .pointwise_metrics import K_EPSILON
+from ..losses.base import Target
+from .pointwise import K_EPSILON
 
 
 def _thresholds(raw: np.ndarray, target: Target) -> tuple[np.ndarray, np.ndarray]:
@@ -90,7 +90,7 @@ def auc_mu(raw: np.ndarray, target: Target, class_weights: np.ndarray) -> float:
 
     A class without rows (or without weight) makes the value NaN, as in LightGBM.
     """
-    from ._curve_metric_kernels import auc_mu_pair_sums  # numba: imported when auc_mu runs
+    from ._curve_kernels import auc_mu_pair_sums  # numba: imported when auc_mu runs
 
     num_class = class_weights.shape[0]
     labels = target.label.astype(np.int64)

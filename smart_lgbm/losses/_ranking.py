@@ -2,7 +2,7 @@
 
 LightGBM's default label gains and the checks of query sizes, relevance labels and label
 gains live here, so that :mod:`smart_lgbm.losses.lambdarank` and
-:mod:`smart_lgbm.ranking_metrics` both import them and neither imports the other.
+:mod:`smart_lgbm.metrics.ranking` both import them and neither imports the other.
 """
 
 from __future__ import annotations

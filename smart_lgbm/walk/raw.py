@@ -10,7 +10,7 @@ and keeps it **by reference** wherever LightGBM would read the values unchanged:
   (int32 or int64 indices; other integer index dtypes are converted to int32, as
   LightGBM does).  Non-canonical input (duplicate entries, unsorted indices, explicit
   zeros) is kept as it is; the walk reads it exactly as LightGBM's predictor does (see
-  :mod:`smart_lgbm._walk_kernels`).  A CSC matrix with a column whose row indices are not
+  :mod:`smart_lgbm.walk._kernels`).  A CSC matrix with a column whose row indices are not
   sorted also gets the running maximum of its row indices per column (one index array,
   a copy of ``indices``' size) that the walk searches.  Other sparse formats and sparse
   arrays are converted with ``scipy.sparse.csr_matrix(data)``, exactly as
@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from . import _lightgbm
+from .. import _lightgbm
 
 Layout = Literal["dense", "csr", "csc"]
 

@@ -1,4 +1,4 @@
-"""Numba kernel behind :mod:`smart_lgbm.pointwise_metrics`: the C library's float32 ``log``.
+"""Numba kernel behind :mod:`smart_lgbm.metrics.pointwise`: the C library's float32 ``log``.
 
 LightGBM's gamma metric takes ``std::log`` of a float32 label, which is the C library's
 ``logf``.  numpy's float32 ``log`` is its own SIMD code and differs from ``logf`` in the

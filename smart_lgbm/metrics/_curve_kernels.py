@@ -1,6 +1,6 @@
-"""Numba kernel behind :func:`smart_lgbm.curve_metrics.auc_mu`.
+"""Numba kernel behind :func:`smart_lgbm.metrics.curves.auc_mu`.
 
-Private module: the kernel trusts its inputs (validated by ``curve_metrics.py``).  Each
+Private module: the kernel trusts its inputs (validated by ``curves.py``).  Each
 pair of classes is independent and writes only its own entry of the result, so pairs run
 in parallel and the result does not depend on the number of threads.
 """

@@ -20,7 +20,7 @@ import math
 
 import numpy as np
 
-from .losses.base import Target
+from ..losses.base import Target
 
 #: LightGBM's ``kEpsilon``: ``1e-15f``, a float32 widened to double.
 K_EPSILON = float(np.float32(1e-15))
@@ -99,7 +99,7 @@ def mape(pred: np.ndarray, target: Target) -> float:
 
 
 def gamma(pred: np.ndarray, target: Target) -> float:
-    from ._pointwise_metric_kernels import logf  # numba: imported when the gamma metric runs
+    from ._pointwise_kernels import logf  # numba: imported when the gamma metric runs
 
     label = target.label  # > 0 (checked)
     with np.errstate(divide="ignore", invalid="ignore"):

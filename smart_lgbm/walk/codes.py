@@ -7,7 +7,7 @@ upper bounds (its ``BinMapper``), so a value only matters through its position a
 those bounds.  :class:`CodeBook` reads the bounds of the training Dataset
 (:func:`smart_lgbm._lightgbm.bin_mappers`) and :meth:`CodeBook.encode` stores, once per
 run, every value as one byte, column-major; the walk then reads a block's byte of each
-feature a node tests (:func:`smart_lgbm._walk_kernels.walk_codes`).
+feature a node tests (:func:`smart_lgbm.walk._kernels.walk_codes`).
 
 Exactness (the walk must add what ``Booster.predict(raw_score=True)`` adds):
 
@@ -37,9 +37,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import _lightgbm
-from . import _walk_kernels as _k
-from .rawdata import RawFeatures
+from .. import _lightgbm
+from . import _kernels as _k
+from .raw import RawFeatures
 
 #: Code of NaN for features whose missing type is NaN.
 NAN_CODE = _k.NAN_CODE

@@ -1,7 +1,7 @@
 """Numba kernels behind :mod:`smart_lgbm.walk`: the trees of one iteration walked over raw rows.
 
-Private module: every function here trusts its inputs (validated by ``walk.py`` and
-``rawdata.py``) and runs without bounds checks, so a bad index would corrupt memory
+Private module: every function here trusts its inputs (validated by ``forest.py`` and
+``raw.py``) and runs without bounds checks, so a bad index would corrupt memory
 instead of raising.
 
 A forest is a set of flat node arrays (see :class:`smart_lgbm.walk.Forest`): internal
@@ -191,7 +191,7 @@ def walk_sparse(is_csc, n, indptr, indices, data, search, slot_of_feature, slot_
 
 # --------------------------------------------------------------------------- bin codes
 #
-# The same walk over compact codes (see :mod:`smart_lgbm.bincodes`): each value is stored
+# The same walk over compact codes (see :mod:`smart_lgbm.walk.codes`): each value is stored
 # as its position among its feature's finite bin upper bounds (uint8, column-major), and a
 # node tests ``code <= tcode`` (``tcode``: the position of its threshold, itself a bin
 # upper bound), or sends the row the default way when ``code == miss`` (the NaN code for

@@ -1,6 +1,6 @@
-"""Numba kernels behind :mod:`smart_lgbm.ranking_metrics` (NDCG@k and MAP@k per query).
+"""Numba kernels behind :mod:`smart_lgbm.metrics.ranking` (NDCG@k and MAP@k per query).
 
-Private module: the functions trust their inputs (validated by ``ranking_metrics.py``).
+Private module: the functions trust their inputs (validated by ``ranking.py``).
 Each query is independent, so queries run in parallel; the per-query results come back
 as an array and the caller sums them in a fixed order, so results do not depend on the
 number of threads.  Documents are ranked with the same stable descending sort as the
@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from .losses._lambdarank_kernels import max_dcg_at, stable_sort_desc
+from ..losses._lambdarank_kernels import max_dcg_at, stable_sort_desc
 
 
 @njit(cache=True)

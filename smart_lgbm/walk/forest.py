@@ -2,7 +2,7 @@
 
 The engine adds every new tree's output to the tracked raw score of every training and
 validation row.  :func:`add_outputs` does it with a compiled walk of the trees over the
-raw features (:class:`smart_lgbm.rawdata.RawFeatures`), adding for each row and tree
+raw features (:class:`smart_lgbm.walk.raw.RawFeatures`), adding for each row and tree
 exactly the double that ``lightgbm.Booster.predict(raw_score=True)`` adds for that tree,
 with one double addition, so a score summed this way iteration by iteration (from
 zeros) equals ``predict(raw_score=True)`` bit for bit.
@@ -13,7 +13,7 @@ Exactness rules (LightGBM 4.6, ``include/LightGBM/tree.h``, ``src/c_api.cpp``):
   and CSC input drop ``|x| <= kZeroThreshold`` (``1e-35f`` widened to double), which then
   reads 0; CSR input keeps such values (its row function does not filter).  NaN is kept.
   Missing entries of sparse input read 0.  Duplicate entries: the last one of a CSR row
-  wins; in a CSC column the first (see :mod:`smart_lgbm._walk_kernels` for unsorted
+  wins; in a CSC column the first (see :mod:`smart_lgbm.walk._kernels` for unsorted
   columns).
 * Numerical split: missing type None reads NaN as 0; Zero sends NaN and ``|x| <=
   kZeroThreshold`` the default way; NaN sends NaN the default way; otherwise left iff
@@ -23,7 +23,7 @@ Exactness rules (LightGBM 4.6, ``include/LightGBM/tree.h``, ``src/c_api.cpp``):
   is set in the node's bitset (categories past its end go right).
 * A 1-leaf tree adds its only leaf value; its leaf index is 0.
 
-Layouts and copies: the walk reads the arrays :class:`~smart_lgbm.rawdata.RawFeatures`
+Layouts and copies: the walk reads the arrays :class:`~smart_lgbm.walk.raw.RawFeatures`
 holds (by reference for float32/float64 numpy arrays in any layout and for CSR/CSC
 matrices; see that module for the converted cases).  The walk itself copies nothing:
 dense rows are read in place, blocks of rows at a time; sparse rows are first gathered,
@@ -38,12 +38,12 @@ from typing import TYPE_CHECKING, Sequence
 import numba
 import numpy as np
 
-from . import _lightgbm
-from . import _walk_kernels as _k
-from .rawdata import RawFeatures
+from .. import _lightgbm
+from . import _kernels as _k
+from .raw import RawFeatures
 
 if TYPE_CHECKING:
-    from .bincodes import BinCodes, CodedForest
+    from .codes import BinCodes, CodedForest
 
 #: Rows per lockstep block.  Dense: 32-64 were best in the lead's prototype on 2M x 28
 #: float32 (a block's rows stay in L1 while the block descends).  The sparse sizes are
@@ -164,7 +164,7 @@ class Forest:
 
     @property
     def kernel_arrays(self) -> tuple[np.ndarray, ...]:
-        """The node arrays the kernels take, as one tuple (see ``_walk_kernels._walk_block``)."""
+        """The node arrays the kernels take, as one tuple (see ``_kernels._walk_block``)."""
         return (self.threshold, self.flags, self.left, self.right, self.cat_start, self.cat_len, self.cat_bits,
                 self.node_value, self.node_leaf, self.roots, self.depths)
 
@@ -255,7 +255,7 @@ def _check_structure(tree: _lightgbm.TreeArrays, k: int) -> int:
 
 def add_coded_outputs(codes: BinCodes, forest: CodedForest, out: np.ndarray,
                       leaves: np.ndarray | None = None) -> None:
-    """:func:`add_outputs` over bin codes (:mod:`smart_lgbm.bincodes`): the same doubles
+    """:func:`add_outputs` over bin codes (:mod:`smart_lgbm.walk.codes`): the same doubles
     added, from one byte per row and feature instead of the raw values."""
     shape = (codes.num_rows, forest.roots.shape[0])
     _check_output("out", out, np.float64, shape)

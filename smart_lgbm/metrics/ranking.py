@@ -31,9 +31,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import _ranking_metric_kernels as _k
-from ._ranking import check_group, check_label_gain, check_ranking_labels
-from .losses._lambdarank_kernels import discount_table
+from . import _ranking_kernels as _k
+from ..losses._ranking import check_group, check_label_gain, check_ranking_labels
+from ..losses._lambdarank_kernels import discount_table
 
 
 @dataclass

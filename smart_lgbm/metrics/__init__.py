@@ -48,11 +48,11 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from . import curve_metrics as cm
-from . import pointwise_metrics as pm
-from ._param_values import integer, number, number_list
-from ._ranking import check_label_gain
-from .losses.base import Loss, Target
+from . import curves as cm
+from . import pointwise as pm
+from .._param_values import integer, number, number_list
+from ..losses._ranking import check_label_gain
+from ..losses.base import Loss, Target
 
 
 @dataclass(frozen=True)
@@ -105,13 +105,13 @@ def _raw(fn: Callable[[np.ndarray, Target], float]) -> MetricFn:
 
 
 def _ndcg(s: _Scores, t: Target, o: MetricOptions) -> list[float]:
-    from .ranking_metrics import ndcg_at  # numba: imported when a ranking metric runs
+    from .ranking import ndcg_at  # numba: imported when a ranking metric runs
 
     return ndcg_at(s.raw, t.label, t.group, list(o.eval_at), label_gain=o.label_gain, weight=t.weight)
 
 
 def _map(s: _Scores, t: Target, o: MetricOptions) -> list[float]:
-    from .ranking_metrics import map_at
+    from .ranking import map_at
 
     return map_at(s.raw, t.label, t.group, list(o.eval_at), weight=t.weight)
 
