@@ -41,12 +41,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from smart_lgbm import _lightgbm as L  # noqa: E402
-from smart_lgbm.bincodes import CodeBook  # noqa: E402
 from smart_lgbm.boosting import class_major_float32, iteration_rng  # noqa: E402
 from smart_lgbm.losses import BinaryLogloss, Target  # noqa: E402
-from smart_lgbm.rawdata import RawFeatures  # noqa: E402
 from smart_lgbm.samplers import FirstOrder, GradientHistory, SamplingState  # noqa: E402
-from smart_lgbm.walk import Forest, add_coded_outputs, add_outputs  # noqa: E402
+from smart_lgbm.walk import CodeBook, Forest, RawFeatures, add_coded_outputs, add_outputs  # noqa: E402
 
 #: name -> (description, rows, features, leaves, rate)
 CASES = {
