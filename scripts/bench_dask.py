@@ -54,21 +54,31 @@ DROP = 3  # first iterations left out of per-iteration medians (binning, compila
 
 
 class _Clock:
-    """Stamps iteration ends (or the start of iteration 0) on every worker as Dask events."""
+    """Stamps iteration ends (or the start of iteration 0) on every worker as Dask events.
+
+    The scheduler keeps at most ``distributed.admin.low-level-log-length`` (1000) events per
+    topic and drops the oldest, so the stamps are sent in batches of ``BATCH`` per event
+    (and at the last iteration), not one event per iteration.
+    """
+
+    BATCH = 100
 
     def __init__(self, topic: str, start: bool) -> None:
         self.topic, self.start = topic, start
         self.before_iteration = start
         self.order = 0 if start else 100
+        self.stamps: list[float] = []
 
     def __call__(self, env) -> None:
-        from distributed import get_worker
-
-        if self.start and env.iteration != 0:
+        if self.start and env.iteration != env.begin_iteration:
             return
-        worker = get_worker()
-        worker.log_event(self.topic, {"worker": worker.address, "iteration": env.iteration,
-                                      "start": self.start, "t": time.time()})
+        self.stamps.append(time.time())
+        if self.start or len(self.stamps) >= self.BATCH or env.iteration == env.end_iteration - 1:
+            from distributed import get_worker
+
+            worker = get_worker()
+            worker.log_event(self.topic, {"worker": worker.address, "start": self.start, "t": self.stamps})
+            self.stamps = []
 
 
 def _placed(client, workers, values: np.ndarray, parts: int):
@@ -84,11 +94,11 @@ def _loop_times(events: list) -> tuple[dict[str, float], dict[str, list[float]]]
     """Per worker: the loop's start time and each iteration's end time."""
     starts: dict[str, float] = {}
     ends: dict[str, list[float]] = {}
-    for _, msg in events:
+    for _, msg in events:  # in the order each worker sent them
         if msg["start"]:
-            starts[msg["worker"]] = msg["t"]
+            starts[msg["worker"]] = msg["t"][0]
         else:
-            ends.setdefault(msg["worker"], []).append(msg["t"])
+            ends.setdefault(msg["worker"], []).extend(msg["t"])
     return starts, ends
 
 
@@ -112,6 +122,9 @@ def _run(name: str, make, client, X, y, X_test, y_test) -> dict:
     est.fit(X, y, callbacks=[_Clock(topic, True), _Clock(topic, False)])
     wall = time.perf_counter() - t0
     starts, ends = _loop_times(client.get_events(topic))
+    if set(starts) != set(ends) or len({len(e) for e in ends.values()}) != 1:
+        raise RuntimeError(f"{name}: incomplete iteration stamps: start from {sorted(starts)}, "
+                           f"ends {({w: len(e) for w, e in ends.items()})}")
     per_iter = max(statistics.median(np.diff([starts[w], *ends[w]])[DROP:]) for w in ends)
     loop = max(ends[w][-1] - starts[w] for w in ends)
     # Time to reach a loss: from the loop start to the end of that iteration, slower worker.
