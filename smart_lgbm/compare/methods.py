@@ -246,7 +246,7 @@ def _keep_tree_iterations(record: RunRecord, recorder: _Recorder, seconds: list[
     record.sampling_rate = list(rates)
     skipped = len(kept) - sum(kept)
     notes = []
-    if stopped_when_stuck and skipped or (engine and len(kept) < record.rounds and not recorder.over_budget):
+    if (stopped_when_stuck and skipped) or (engine and len(kept) < record.rounds and not recorder.over_budget):
         notes.append(_stopped_note(record.num_iterations, record.rounds, True, engine=engine))
     elif skipped:
         trailing = len(kept) - 1 - max((i for i, added in enumerate(kept) if added), default=-1)

@@ -166,7 +166,8 @@ def _scan(imp: Importance, owner: str, want_sum: bool) -> tuple[float, int, int,
 
 #: From this many rows on, the rate solve brackets the threshold with a histogram pass
 #: before its capping rounds; below, the histogram's per-row work costs more than the few
-#: plain capping rounds it saves (a9a, 32,561 rows: 0.15 ms against about 0.03 ms a round).
+#: plain capping rounds it saves (a development run on a9a, 32,561 rows, not a committed
+#: benchmark: 0.15 ms against about 0.03 ms a round).
 _HISTOGRAM_ROWS = 1 << 17
 
 
