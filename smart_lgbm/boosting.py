@@ -34,6 +34,13 @@ from .params import ENGINE_ONLY, LOSS_AND_METRIC_PARAMS, EngineConfig, canonical
 from .samplers import GradientHistory, Sample, Sampler, SamplingState
 from .walk import BinCodes, CodeBook, Forest, RawFeatures, add_coded_outputs, add_outputs
 
+#: The sampled rows' outputs are read from LightGBM's tree learner (and skipped by the
+#: coded walk) from this share of the rows on.  Below it skipping saves nothing: the walk
+#: of large data is bound by reading the codes, and skipping a few scattered rows leaves
+#: nearly every cache line to read (development runs: same update time at 10% and 20% of
+#: 2M x 28 rows, a quarter less walk time at 30% of a9a's 32,561).
+READ_SAMPLE_FRACTION = 0.25
+
 # LightGBM adds an initial score only when it is larger than this (kEpsilon).
 _K_EPSILON = 1e-15
 
@@ -241,14 +248,23 @@ class BoostingRun:
         walk_train = not all_rows and self.train.walk is not None
         through_lightgbm = ([] if walk_train else [self.train]) + [v for v in self.valids if v.walk is None]
         self._warn_slow([s for s in through_lightgbm if not (s is self.train and all_rows)])
+        # The sampled rows' outputs: LightGBM's tree learner has just added them to the
+        # sample's scores from its partition of the rows, so the coded walk can skip them
+        # (exact: the sample's scores start at 0.0 without LightGBM init scores; the
+        # leaf-reading sampler keeps walking every row for their leaves).
+        read_sample = (walk_train and isinstance(self.train.walk, BinCodes) and not self.sampler.needs_leaves
+                       and train.native_init_score is None and sample.size >= READ_SAMPLE_FRACTION * n)
         subset = None if all_rows else _lightgbm.SubsetHandle(train.handle, sample.indices, self.subset_params)
         if self.params_changed or self.cfg.trees_draw_random_numbers():
             self.fitter.set_params(self.cfg.booster_params(iteration))
             self.params_changed = False
         try:
+            reads = [s.lightgbm_read for s in through_lightgbm]
+            if read_sample:
+                reads.insert(0, (subset.handle, sample.size, None))  # first: the Booster is on it already
             fitted = self.fitter.fit(
                 train.handle if subset is None else subset.handle, class_major_float32(sample.grad),
-                class_major_float32(sample.hess), [s.lightgbm_read for s in through_lightgbm],
+                class_major_float32(sample.hess), reads,
                 want_leaves=self.sampler.needs_leaves and not walk_train, bias=self.bias,
             )
         finally:
@@ -267,8 +283,13 @@ class BoostingRun:
         else:
             num_trees = len(fitted.texts)
             self.trees.extend(fitted.texts)
-            for scored, outputs in zip(through_lightgbm, fitted.outputs):
-                scored.scores += outputs
+            outputs = fitted.outputs
+            known = None  # the sampled rows' outputs, added by the walk (which skips those rows)
+            if read_sample:
+                known = (sample.indices, np.ascontiguousarray(outputs[0]))
+                outputs = outputs[1:]
+            for scored, set_outputs in zip(through_lightgbm, outputs):
+                scored.scores += set_outputs
             walked = ([self.train] if walk_train else []) + [v for v in self.valids if v.walk is not None]
             if walked:
                 forest = Forest.from_tree_texts(fitted.texts)
@@ -277,7 +298,8 @@ class BoostingRun:
                     leaves = self._leaf_buffer() if scored is self.train and self.sampler.needs_leaves else None
                     if isinstance(scored.walk, BinCodes):
                         coded = coded or self.book.coded_forest(forest)
-                        add_coded_outputs(scored.walk, coded, scored.scores, leaves)
+                        add_coded_outputs(scored.walk, coded, scored.scores, leaves,
+                                          known if scored is self.train else None)
                     else:
                         add_outputs(scored.walk, forest, scored.scores, leaves)
             if self.sampler.needs_leaves:

@@ -10,6 +10,7 @@ the data must not be coded at all (the engine then walks the raw features).
 from __future__ import annotations
 
 import lightgbm as lgb
+import numba
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -81,6 +82,44 @@ def test_coded_walk_is_predict_on_sparse_data_and_multiclass():
     messy = sp.csr_matrix((np.array(data), np.array(indices), np.array(indptr)), shape=(3000, 12))
     assert not messy.has_canonical_format
     _coded_walk_equals_predict(booster, book, messy)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("pattern", ["random_30", "runs", "first_and_last", "all", "none"])
+def test_known_rows_get_their_outputs_and_are_not_walked(pattern, threads):
+    """Rows with known outputs (the engine's sampled rows, read from LightGBM) get exactly
+    those added and keep their leaves; every other row is walked as always.  Sizes make
+    the walk's per-thread chunks end inside runs of known and walked rows."""
+    rng = np.random.default_rng(4)
+    n = 5003
+    X = rng.normal(size=(n, 5))
+    y = np.digitize(X[:, 0] + 0.5 * X[:, 1], [-0.5, 0.5]).astype(float)
+    booster, book = _model_and_book(X, y, {"objective": "multiclass", "num_class": 3}, rounds=4)
+    codes = book.encode(RawFeatures.from_data(X))
+    forest = book.coded_forest(Forest.from_tree_texts(L.tree_bodies(booster.model_to_string())[:3]))
+    walked, walked_leaves = np.zeros((n, 3)), np.zeros((n, 3), dtype=np.int32)
+    add_coded_outputs(codes, forest, walked, walked_leaves)
+    rows = {"random_30": np.flatnonzero(rng.random(n) < 0.3), "all": np.arange(n), "none": np.arange(0),
+            "runs": np.flatnonzero((np.arange(n) // 37) % 3 == 0),  # runs across block and chunk ends
+            "first_and_last": np.array([0, 1, 63, 64, n - 2, n - 1])}[pattern].astype(np.int32)
+    outputs = rng.normal(size=(rows.size, 3))
+    before = rng.normal(size=(n, 3))
+    out, leaves = before.copy(), np.full((n, 3), -1, dtype=np.int32)
+    previous = numba.get_num_threads()
+    numba.set_num_threads(threads)
+    try:
+        add_coded_outputs(codes, forest, out, leaves, known=(rows, outputs))
+    finally:
+        numba.set_num_threads(previous)
+    expected, expected_leaves = before + walked, walked_leaves.copy()
+    expected[rows] = before[rows] + outputs
+    expected_leaves[rows] = -1
+    assert np.array_equal(out, expected)
+    assert np.array_equal(leaves, expected_leaves)
+    with pytest.raises(TypeError, match="known rows"):
+        add_coded_outputs(codes, forest, out, known=(rows.astype(np.int64), outputs))
+    with pytest.raises(TypeError, match="known outputs"):
+        add_coded_outputs(codes, forest, out, known=(rows, outputs[:, :2]))
 
 
 def test_codes_follow_lightgbms_bins():

@@ -68,16 +68,14 @@ class BinCodes:
 class CodedForest:
     """A :class:`~smart_lgbm.walk.Forest`'s nodes for :func:`_k.walk_codes`.
 
-    Per node: the code ``column`` of its feature, ``tcode`` (its threshold's position among
-    the feature's bounds), ``miss`` (the code sent the default way; :data:`_k.NO_MISS` for
-    none), ``go_default`` (1 when the default way is right) and its two children at
-    ``child[2 * node]`` (left) and ``child[2 * node + 1]``; leaves are their own children.
+    Per node: its test packed in ``info`` (:func:`pack_nodes`: the code column of its
+    feature, ``tcode``, its threshold's position among the feature's bounds, ``miss``, the
+    code sent the default way, :data:`_k.NO_MISS` for none, and ``go_default``, 1 when the
+    default way is right) and its two children at ``child[2 * node]`` (left) and
+    ``child[2 * node + 1]``; leaves are their own children.
     """
 
-    column: np.ndarray
-    tcode: np.ndarray
-    miss: np.ndarray
-    go_default: np.ndarray
+    info: np.ndarray
     child: np.ndarray
     node_value: np.ndarray
     node_leaf: np.ndarray
@@ -205,8 +203,18 @@ class CodeBook:
         child[0::2] = forest.left
         child[1::2] = forest.right
         go_default = ((forest.flags & _k.DEFAULT_LEFT) == 0).astype(np.int32)
-        return CodedForest(column, tcode, miss, go_default, child, forest.node_value, forest.node_leaf,
+        return CodedForest(pack_nodes(column, tcode, miss, go_default), child, forest.node_value, forest.node_leaf,
                            forest.roots, forest.depths)
+
+
+def pack_nodes(column: np.ndarray, tcode: np.ndarray, miss: np.ndarray, go_default: np.ndarray) -> np.ndarray:
+    """Each node's test as one int64 (layout: ``_kernels.TCODE_SHIFT`` and after).
+
+    ``column`` fits 32 bits, ``tcode`` 8 (at most :data:`MAX_BOUNDS`), ``miss`` 9 (a code
+    or :data:`_k.NO_MISS`), ``go_default`` 1.
+    """
+    return (column.astype(np.int64) | (tcode.astype(np.int64) << _k.TCODE_SHIFT)
+            | (miss.astype(np.int64) << _k.MISS_SHIFT) | (go_default.astype(np.int64) << _k.DEFAULT_SHIFT))
 
 
 def _strictly_sorted_segments(indptr: np.ndarray, indices: np.ndarray) -> bool:

@@ -253,22 +253,37 @@ def _check_structure(tree: _lightgbm.TreeArrays, k: int) -> int:
     return depth
 
 
-def add_coded_outputs(codes: BinCodes, forest: CodedForest, out: np.ndarray,
-                      leaves: np.ndarray | None = None) -> None:
+def add_coded_outputs(codes: BinCodes, forest: CodedForest, out: np.ndarray, leaves: np.ndarray | None = None,
+                      known: tuple[np.ndarray, np.ndarray] | None = None) -> None:
     """:func:`add_outputs` over bin codes (:mod:`smart_lgbm.walk.codes`): the same doubles
-    added, from one byte per row and feature instead of the raw values."""
+    added, from one byte per row and feature instead of the raw values.
+
+    ``known``: ``(rows, outputs)``, rows (sorted, unique int32) whose outputs (shape
+    ``(len(rows), K)``) are known already (the engine reads the sampled rows' from
+    LightGBM's tree learner): they are added to ``out`` as they are, and those rows are
+    not walked (their ``leaves`` are left alone).
+    """
     shape = (codes.num_rows, forest.roots.shape[0])
     _check_output("out", out, np.float64, shape)
     if leaves is not None:
         _check_output("leaves", leaves, np.int32, shape)
+    rows, outputs = (_NO_ROWS, np.empty((0, shape[1]))) if known is None else known
+    if not (isinstance(rows, np.ndarray) and rows.dtype == np.int32 and rows.ndim == 1):
+        raise TypeError("known rows must be a 1-D int32 numpy array of sorted row indices")
+    if not (isinstance(outputs, np.ndarray) and outputs.dtype == np.float64
+            and outputs.shape == (rows.shape[0], shape[1])):
+        raise TypeError(f"known outputs must be a float64 array of shape ({rows.shape[0]}, {shape[1]})")
     if codes.num_rows == 0:
         return
     want_leaves = leaves is not None
     if leaves is None:
         leaves = np.empty((0, shape[1]), dtype=np.int32)
-    _k.walk_codes(codes.codes, CODES_BLOCK_ROWS, CHUNKS_PER_THREAD * numba.get_num_threads(), forest.column,
-                  forest.tcode, forest.miss, forest.go_default, forest.child, forest.node_value, forest.node_leaf,
-                  forest.roots, forest.depths, out, leaves, want_leaves)
+    _k.walk_codes(codes.codes, CODES_BLOCK_ROWS, CHUNKS_PER_THREAD * numba.get_num_threads(), forest.info,
+                  forest.child, forest.node_value, forest.node_leaf, forest.roots, forest.depths, rows, outputs, out,
+                  leaves, want_leaves)
+
+
+_NO_ROWS = np.empty(0, dtype=np.int32)
 
 
 def add_outputs(features: RawFeatures, forest: Forest, out: np.ndarray,
