@@ -853,11 +853,11 @@ def _tree_array(fields: dict[str, str], key: str, dtype: Any, size: int,
         # Python's float() rounds correctly, as LightGBM's parser does: the doubles
         # LightGBM wrote (shortest round-trip repr) come back bit for bit.
         return np.array([float(v) for v in raw], dtype=dtype)
-    values = np.array([int(v) for v in raw], dtype=np.int64)
+    values = [int(v) for v in raw]
     info = np.iinfo(dtype)
-    if values.size and (values.min() < info.min or values.max() > info.max):
+    if values and (min(values) < info.min or max(values) > info.max):  # (Python's min/max: small lists)
         raise ValueError(f"tree text: {key} has values outside the range of {np.dtype(dtype).name}")
-    return values.astype(dtype)
+    return np.array(values, dtype=dtype)
 
 
 def parse_tree(text: str) -> TreeArrays:

@@ -183,14 +183,13 @@ def scan(kind, n, g, h, buf, lam, want_sum, plain):
         bad = 0
         acc = 0.0
         for i in range(lo, hi):
+            # branch-free; adding 0.0 leaves the sum's bits as they were
             s = _score(kind, g, h, buf, lam, i)
-            if s > 0.0 and not math.isinf(s):
-                pos += 1
-                acc += s
-                if s > mx:
-                    mx = s
-            elif s != 0.0:  # negative, NaN or +inf
-                bad += 1
+            ok = s > 0.0 and not math.isinf(s)
+            pos += np.int64(ok)
+            acc += s if ok else 0.0
+            mx = max(mx, s if ok else 0.0)
+            bad += np.int64(not ok and s != 0.0)  # negative, NaN or +inf
         bmax[b] = mx
         bpos[b] = pos
         bbad[b] = bad
@@ -299,13 +298,12 @@ def cap_round(kind, n, g, h, buf, lam, c1, c2, rho):
         count = 0
         acc = 0.0
         for i in range(b * BLOCK, min(n, (b + 1) * BLOCK)):
-            s = _score(kind, g, h, buf, lam, i)
-            if s > 0.0:
-                t = (s * c1) * c2
-                if rho * t >= 1.0:
-                    count += 1
-                else:
-                    acc += t
+            # branch-free (whether a row is capped is close to random): adding 0.0 leaves
+            # the sum's bits as they were
+            t = (_score(kind, g, h, buf, lam, i) * c1) * c2
+            capped = rho * t >= 1.0  # (t = 0 is never capped: rho is finite here)
+            count += np.int64(capped)
+            acc += 0.0 if capped else t
         bcap[b, 0] = count
         bsum[b, 0] = acc
     return _columns_in_order(bcap)[0], _columns_in_order(bsum)[0]
@@ -356,10 +354,12 @@ def draw(kind, n, g, h, buf, lam, c1, c2, rho, key, scratch):
         lo = b * BLOCK
         c = 0
         for i in range(lo, min(n, lo + BLOCK)):
+            # branch-free (drawn or not is random): row i is written at the next slot
+            # either way and kept when drawn
             p = _prob(_score(kind, g, h, buf, lam, i), c1, c2, rho)
-            if p > 0.0 and (p >= 1.0 or uniform(key, i) < p):
-                scratch[lo + c] = i
-                c += 1
+            drawn = p > 0.0 and (p >= 1.0 or uniform(key, i) < p)
+            scratch[lo + c] = i
+            c += np.int64(drawn)
         counts[b] = c
     return counts
 

@@ -91,6 +91,99 @@ def _walk_block(values, r0, m, zero_tiny, o0, column, forest, node, out, leaves,
                 leaves[o0 + j, k] = node_leaf[nd]
 
 
+#: :func:`flatten_tree`'s answers for trees the kernels must not see.
+MALFORMED, NEGATIVE_FEATURE, BAD_BITSET = -1, -2, -3
+
+
+@njit(cache=True)
+def flatten_tree(split_feature, threshold, decision_type, left_child, right_child, leaf_value, num_cat,
+                 cat_boundaries, base, cat_base):
+    """One tree's nodes in the forest's layout (see :class:`smart_lgbm.walk.Forest`), node
+    indices offset by ``base`` and bitset words by ``cat_base``.
+
+    Returns ``(depth, feature, threshold, flags, left, right, cat_start, cat_len,
+    node_value, node_leaf)``; ``depth`` is negative when the tree must be refused:
+    :data:`MALFORMED` (the children do not form one binary tree from node 0: every node but
+    the root must have exactly one parent and be reachable), :data:`NEGATIVE_FEATURE`, or
+    :data:`BAD_BITSET` (a categorical split whose bitset index is outside ``0..num_cat-1``).
+    """
+    m = left_child.shape[0]
+    n_leaves = m + 1
+    n = m + n_leaves
+    feature = np.zeros(n, np.int32)
+    thr = np.zeros(n, np.float64)
+    flags = np.zeros(n, np.uint8)
+    left = np.empty(n, np.int32)
+    right = np.empty(n, np.int32)
+    cat_start = np.zeros(n, np.int32)
+    cat_len = np.zeros(n, np.int32)
+    node_value = np.zeros(n, np.float64)
+    node_leaf = np.zeros(n, np.int32)
+    for j in range(n_leaves):
+        nd = m + j
+        left[nd] = base + nd
+        right[nd] = base + nd
+        node_value[nd] = leaf_value[j]
+        node_leaf[nd] = j
+    depth = 0
+    if m > 0:
+        has_parent = np.zeros(m, np.bool_)
+        leaf_seen = np.zeros(n_leaves, np.bool_)
+        for i in range(m):
+            if split_feature[i] < 0:
+                return NEGATIVE_FEATURE, feature, thr, flags, left, right, cat_start, cat_len, node_value, node_leaf
+            for side in range(2):
+                c = left_child[i] if side == 0 else right_child[i]
+                if c >= 0:
+                    if c == 0 or c >= m or has_parent[c]:
+                        return MALFORMED, feature, thr, flags, left, right, cat_start, cat_len, node_value, node_leaf
+                    has_parent[c] = True
+                    target = base + c
+                else:
+                    leaf = -1 - c
+                    if leaf >= n_leaves or leaf_seen[leaf]:
+                        return MALFORMED, feature, thr, flags, left, right, cat_start, cat_len, node_value, node_leaf
+                    leaf_seen[leaf] = True
+                    target = base + m + leaf
+                if side == 0:
+                    left[i] = target
+                else:
+                    right[i] = target
+            f = np.uint8(decision_type[i] & 0b1111)
+            if num_cat == 0:  # LightGBM takes every split of such a tree as numerical
+                f &= ~np.uint8(CATEGORICAL)
+            if f & CATEGORICAL:
+                index = threshold[i]
+                if not (index >= 0 and index < num_cat):
+                    return BAD_BITSET, feature, thr, flags, left, right, cat_start, cat_len, node_value, node_leaf
+                b = np.int64(index)  # static_cast<int>
+                cat_start[i] = cat_base + cat_boundaries[b]
+                cat_len[i] = cat_boundaries[b + 1] - cat_boundaries[b]
+            flags[i] = f
+            feature[i] = split_feature[i]
+            thr[i] = threshold[i]
+        # depth: internal nodes on the longest path from the root, breadth first; with one
+        # parent per node, all of them must be reachable (no cycle detached from the root)
+        level = np.zeros(m, np.int64)
+        queue = np.empty(m, np.int64)
+        queue[0] = 0
+        level[0] = 1
+        head, tail = 0, 1
+        while head < tail:
+            nd = queue[head]
+            head += 1
+            depth = max(depth, level[nd])
+            for side in range(2):
+                c = left_child[nd] if side == 0 else right_child[nd]
+                if c >= 0:
+                    level[c] = level[nd] + 1
+                    queue[tail] = c
+                    tail += 1
+        if tail != m:
+            return MALFORMED, feature, thr, flags, left, right, cat_start, cat_len, node_value, node_leaf
+    return depth, feature, thr, flags, left, right, cat_start, cat_len, node_value, node_leaf
+
+
 @njit(cache=True, inline="always")
 def _chunk_bounds(c, nchunks, nblocks):
     """Blocks ``[b0, b1)`` of chunk ``c``: each thread allocates its scratch once per
@@ -279,7 +372,7 @@ def encode_sparse(is_csc, n, indptr, indices, data, column_of_feature, bounds, s
     return tiny == 0
 
 
-#: A coded node's test in one int64 (:func:`smart_lgbm.walk.codes.pack_nodes`): the code
+#: A coded node's test in one int64 (:func:`code_nodes`): the code
 #: column in bits 0-31, ``tcode`` in bits 32-39, ``miss`` in bits 40-48 and ``go_default``
 #: in bit 49.  One load per step instead of four separate arrays' (measured on a9a and 2M x
 #: 28 in a development run: about half the walk's time).
@@ -353,3 +446,59 @@ def walk_codes(codes, block, chunks, info, child, node_value, node_leaf, roots, 
                     out[row[j], k] += node_value[nd]
                     if want_leaves:
                         leaves[row[j], k] = node_leaf[nd]
+
+
+#: :func:`code_nodes`'s reasons for refusing a node.
+NOT_A_BOUND, NAN_WITHOUT_NAN_BIN, ZERO_WITHOUT_ZERO_BIN, PLAIN_ON_NAN_BIN = 1, 2, 3, 4
+
+
+@njit(cache=True)
+def code_nodes(feature, threshold, flags, left, right, column_of_feature, flat_bounds, starts, lengths, nan_codes,
+               zero_codes):
+    """A forest's nodes in codes: ``(info, child, bad_node, reason)``.
+
+    ``info`` holds each node's packed test (see ``TCODE_SHIFT``), ``child`` its children
+    at ``2 * node`` and ``2 * node + 1``.  ``bad_node`` is -1, or the first internal node
+    the codes cannot decide, with ``reason``: :data:`NOT_A_BOUND` (categorical, a feature
+    without codes, or a threshold that is not one of the feature's bounds),
+    :data:`NAN_WITHOUT_NAN_BIN`, :data:`ZERO_WITHOUT_ZERO_BIN`, :data:`PLAIN_ON_NAN_BIN`.
+    """
+    n = threshold.shape[0]
+    info = np.empty(n, np.int64)
+    child = np.empty(2 * n, np.int32)
+    for nd in range(n):
+        child[2 * nd] = left[nd]
+        child[2 * nd + 1] = right[nd]
+        go_default = np.int64((flags[nd] & DEFAULT_LEFT) == 0)
+        if left[nd] == nd:  # a leaf: its own child both ways, never "missing"
+            info[nd] = (np.int64(NO_MISS) << MISS_SHIFT) | (go_default << DEFAULT_SHIFT)
+            continue
+        f = feature[nd]
+        col = column_of_feature[f] if f < column_of_feature.shape[0] else -1
+        if col < 0 or flags[nd] & CATEGORICAL:
+            return info, child, nd, NOT_A_BOUND
+        lo, length, t = starts[col], lengths[col], threshold[nd]
+        a, b = 0, length  # first position with bounds >= t
+        while a < b:
+            mid = (a + b) >> 1
+            if flat_bounds[lo + mid] < t:
+                a = mid + 1
+            else:
+                b = mid
+        if a == length or flat_bounds[lo + a] != t:
+            return info, child, nd, NOT_A_BOUND
+        missing = (flags[nd] >> 2) & 3
+        miss = np.int64(NO_MISS)
+        if missing == MISSING_NAN:
+            if nan_codes[col] != NAN_CODE:
+                return info, child, nd, NAN_WITHOUT_NAN_BIN
+            miss = NAN_CODE
+        elif missing == MISSING_ZERO:
+            if zero_codes[col] == NO_MISS:
+                return info, child, nd, ZERO_WITHOUT_ZERO_BIN
+            miss = zero_codes[col]
+        elif nan_codes[col] == NAN_CODE:
+            return info, child, nd, PLAIN_ON_NAN_BIN
+        info[nd] = (np.int64(col) | (np.int64(a) << TCODE_SHIFT) | (miss << MISS_SHIFT)
+                    | (go_default << DEFAULT_SHIFT))
+    return info, child, -1, 0

@@ -68,10 +68,10 @@ class BinCodes:
 class CodedForest:
     """A :class:`~smart_lgbm.walk.Forest`'s nodes for :func:`_k.walk_codes`.
 
-    Per node: its test packed in ``info`` (:func:`pack_nodes`: the code column of its
-    feature, ``tcode``, its threshold's position among the feature's bounds, ``miss``, the
-    code sent the default way, :data:`_k.NO_MISS` for none, and ``go_default``, 1 when the
-    default way is right) and its two children at ``child[2 * node]`` (left) and
+    Per node: its test packed in one int64 ``info`` (:func:`_k.code_nodes`: the code column
+    of its feature, ``tcode``, its threshold's position among the feature's bounds,
+    ``miss``, the code sent the default way, :data:`_k.NO_MISS` for none, and
+    ``go_default``, 1 when the default way is right) and its two children at ``child[2 * node]`` (left) and
     ``child[2 * node + 1]``; leaves are their own children.
     """
 
@@ -100,9 +100,6 @@ class CodeBook:
         self.starts = np.concatenate(([0], np.cumsum(self.lengths)[:-1])).astype(np.int64)
         self.nan_codes = nan_codes  # NAN_CODE, or -1: NaN reads 0
         self.zero_codes = zero_codes  # code of 0.0 for missing type Zero, else NO_MISS
-        # (feature, threshold) -> (column, threshold's code): a tree's thresholds are bounds
-        self._code_of = {(int(f), float(t)): (col, pos) for col, (f, b) in enumerate(zip(features, bounds))
-                         for pos, t in enumerate(b.tolist())}
 
     @classmethod
     def from_mappers(cls, mappers: list[_lightgbm.BinMapper | None]) -> CodeBook | None:
@@ -173,48 +170,19 @@ class CodeBook:
             on a feature the book does not code (neither happens with trees LightGBM grew
             on the Dataset the book was read from).
         """
-        n = forest.threshold.shape[0]
-        internal = forest.left != np.arange(n)
-        column = np.zeros(n, dtype=np.int32)
-        tcode = np.zeros(n, dtype=np.int32)
-        miss = np.full(n, _k.NO_MISS, dtype=np.int32)
-        nodes = np.flatnonzero(internal)
-        for nd, feature, threshold, flags in zip(nodes.tolist(), forest.feature[nodes].tolist(),
-                                                 forest.threshold[nodes].tolist(), forest.flags[nodes].tolist()):
-            found = self._code_of.get((feature, threshold))
-            if found is None or flags & _k.CATEGORICAL:
-                raise RuntimeError(f"a split of feature {feature} at {threshold!r} is not on one of LightGBM's bin "
-                                   "bounds that the bin codes hold")
-            col, position = found
-            column[nd] = col
-            tcode[nd] = position
-            missing_type = (flags >> 2) & 3
-            if missing_type == _MISSING_NAN:
-                if self.nan_codes[col] != NAN_CODE:
-                    raise RuntimeError(f"feature {feature}: a NaN-missing split on a feature binned without NaN")
-                miss[nd] = NAN_CODE
-            elif missing_type == _MISSING_ZERO:
-                if self.zero_codes[col] == _k.NO_MISS:
-                    raise RuntimeError(f"feature {feature}: a zero-missing split on a feature binned without it")
-                miss[nd] = self.zero_codes[col]
-            elif self.nan_codes[col] == NAN_CODE:
-                raise RuntimeError(f"feature {feature}: a split without missing values on a NaN-binned feature")
-        child = np.empty(2 * n, dtype=np.int32)
-        child[0::2] = forest.left
-        child[1::2] = forest.right
-        go_default = ((forest.flags & _k.DEFAULT_LEFT) == 0).astype(np.int32)
-        return CodedForest(pack_nodes(column, tcode, miss, go_default), child, forest.node_value, forest.node_leaf,
-                           forest.roots, forest.depths)
-
-
-def pack_nodes(column: np.ndarray, tcode: np.ndarray, miss: np.ndarray, go_default: np.ndarray) -> np.ndarray:
-    """Each node's test as one int64 (layout: ``_kernels.TCODE_SHIFT`` and after).
-
-    ``column`` fits 32 bits, ``tcode`` 8 (at most :data:`MAX_BOUNDS`), ``miss`` 9 (a code
-    or :data:`_k.NO_MISS`), ``go_default`` 1.
-    """
-    return (column.astype(np.int64) | (tcode.astype(np.int64) << _k.TCODE_SHIFT)
-            | (miss.astype(np.int64) << _k.MISS_SHIFT) | (go_default.astype(np.int64) << _k.DEFAULT_SHIFT))
+        info, child, bad, reason = _k.code_nodes(
+            forest.feature, forest.threshold, forest.flags, forest.left, forest.right, self.column_of_feature,
+            self.flat_bounds, self.starts, self.lengths, self.nan_codes, self.zero_codes)
+        if bad >= 0:
+            feature, threshold = int(forest.feature[bad]), float(forest.threshold[bad])
+            raise RuntimeError({
+                _k.NOT_A_BOUND: f"a split of feature {feature} at {threshold!r} is not on one of LightGBM's bin "
+                                "bounds that the bin codes hold",
+                _k.NAN_WITHOUT_NAN_BIN: f"feature {feature}: a NaN-missing split on a feature binned without NaN",
+                _k.ZERO_WITHOUT_ZERO_BIN: f"feature {feature}: a zero-missing split on a feature binned without it",
+                _k.PLAIN_ON_NAN_BIN: f"feature {feature}: a split without missing values on a NaN-binned feature",
+            }[reason])
+        return CodedForest(info, child, forest.node_value, forest.node_leaf, forest.roots, forest.depths)
 
 
 def _strictly_sorted_segments(indptr: np.ndarray, indices: np.ndarray) -> bool:

@@ -175,82 +175,22 @@ class Forest:
 
 
 def _flatten_tree(tree: _lightgbm.TreeArrays, k: int, base: int, cat_base: int) -> dict:
-    """One tree's nodes in the forest's layout (node indices offset by ``base``)."""
-    m, num_leaves = tree.num_leaves - 1, tree.num_leaves
-    n = m + num_leaves
-    depth = _check_structure(tree, k)
-    own = np.arange(base, base + n, dtype=np.int32)
-
-    def child(c: np.ndarray) -> np.ndarray:
-        return np.where(c >= 0, base + c, base + m + ~c).astype(np.int32)
-
-    flags = np.zeros(n, dtype=np.uint8)
-    flags[:m] = tree.decision_type.astype(np.uint8) & 0b1111
-    if tree.num_cat == 0:
-        flags[:m] &= ~np.uint8(_k.CATEGORICAL)
-    cat_start = np.zeros(n, dtype=np.int32)
-    cat_len = np.zeros(n, dtype=np.int32)
-    categorical = np.flatnonzero(flags[:m] & _k.CATEGORICAL)
-    if categorical.size:
-        index = tree.threshold[categorical]
-        if not np.all((index >= 0) & (index < tree.num_cat)):
-            raise ValueError(f"tree {k}: a categorical split refers to a bitset outside 0..{tree.num_cat - 1}")
-        index = index.astype(np.int64)  # static_cast<int>
-        cat_start[categorical] = cat_base + tree.cat_boundaries[index]
-        cat_len[categorical] = tree.cat_boundaries[index + 1] - tree.cat_boundaries[index]
-    node_value = np.zeros(n, dtype=np.float64)
-    node_value[m:] = tree.leaf_value
-    node_leaf = np.zeros(n, dtype=np.int32)
-    node_leaf[m:] = np.arange(num_leaves)
-    feature = np.zeros(n, dtype=np.int32)
-    feature[:m] = tree.split_feature
-    threshold = np.zeros(n, dtype=np.float64)
-    threshold[:m] = tree.threshold
-    return {
-        "feature": feature,
-        "threshold": threshold,
-        "flags": flags,
-        "left": np.concatenate([child(tree.left_child), own[m:]]),
-        "right": np.concatenate([child(tree.right_child), own[m:]]),
-        "cat_start": cat_start,
-        "cat_len": cat_len,
-        "cat_bits": tree.cat_threshold,
-        "node_value": node_value,
-        "node_leaf": node_leaf,
-        "depth": depth,
-    }
-
-
-def _check_structure(tree: _lightgbm.TreeArrays, k: int) -> int:
-    """Check that the children arrays form one binary tree from node 0; return its depth.
-
-    The kernels index without bounds checks, so a malformed tree must not reach them.
-    """
-    m = tree.num_leaves - 1
-    if m == 0:
-        return 0
-    if np.any(tree.split_feature < 0):
+    """One tree's nodes in the forest's layout (node indices offset by ``base``), checked:
+    the kernels index without bounds checks, so a malformed tree must not reach them."""
+    depth, *arrays = _k.flatten_tree(tree.split_feature, tree.threshold, tree.decision_type, tree.left_child,
+                                     tree.right_child, tree.leaf_value, tree.num_cat, tree.cat_boundaries, base,
+                                     cat_base)
+    if depth == _k.NEGATIVE_FEATURE:
         raise ValueError(f"tree {k}: negative split_feature")
-    children = np.concatenate([tree.left_child, tree.right_child]).astype(np.int64)
-    internal, leaf = children[children >= 0], ~children[children < 0]
-    if (internal.size != m - 1 or leaf.size != tree.num_leaves or np.any(internal == 0)
-            or np.any(internal >= m) or np.any(leaf >= tree.num_leaves)
-            or np.unique(internal).size != internal.size or np.unique(leaf).size != leaf.size):
-        raise ValueError(f"tree {k}: left_child/right_child do not form a binary tree with "
-                         f"{tree.num_leaves} leaves")
-    # Every node but the root has exactly one parent; walk down from the root to get the
-    # depth and to rule out a cycle detached from it.
-    depth, level, seen = 0, [0], 1
-    left, right = tree.left_child, tree.right_child
-    while level:
-        depth += 1
-        level = [int(c) for nd in level for c in (left[nd], right[nd]) if c >= 0]
-        seen += len(level)
-        if seen > m:
-            break
-    if seen != m or level:
-        raise ValueError(f"tree {k}: left_child/right_child do not form a binary tree")
-    return depth
+    if depth == _k.BAD_BITSET:
+        raise ValueError(f"tree {k}: a categorical split refers to a bitset outside 0..{tree.num_cat - 1}")
+    if depth < 0:
+        raise ValueError(f"tree {k}: left_child/right_child do not form a binary tree with {tree.num_leaves} leaves")
+    nodes = dict(zip(("feature", "threshold", "flags", "left", "right", "cat_start", "cat_len", "node_value",
+                      "node_leaf"), arrays))
+    nodes["cat_bits"] = tree.cat_threshold
+    nodes["depth"] = depth
+    return nodes
 
 
 def add_coded_outputs(codes: BinCodes, forest: CodedForest, out: np.ndarray, leaves: np.ndarray | None = None,
