@@ -11,10 +11,10 @@ from smart_lgbm.losses import BinaryLogloss, SquaredError, Target
 from smart_lgbm.samplers import GradientHistory, SamplingState, regularised_gradient, solve_rho
 
 
-def _state(grad, hess, raw=None, history=None, loss=None, label=None):
+def _state(grad, hess, raw=None, history=None, loss=None, label=None, iteration=3):
     n = grad.shape[0]
     return SamplingState(
-        iteration=3, grad=grad, hess=hess, raw=np.zeros(grad.shape) if raw is None else raw,
+        iteration=iteration, grad=grad, hess=hess, raw=np.zeros(grad.shape) if raw is None else raw,
         loss=loss or BinaryLogloss(), target=Target(label=np.zeros(n) if label is None else label),
         history=history or GradientHistory(),
     )
@@ -169,6 +169,41 @@ def test_solve_rho_hits_the_target_on_hard_spectra(spectrum, histogram, monkeypa
         assert abs(np.minimum(1.0, rho * s).sum() - m) <= 1e-9 * m
         # the sort-based fallback (no Newton rounds allowed) finds the same rho
         assert solve_rho(s, m, max_rounds=0) == pytest.approx(rho, rel=1e-12)
+
+
+@pytest.mark.parametrize("spectrum", sorted(SPECTRA))
+def test_a_starting_guess_gives_the_same_rho_bit_for_bit(spectrum):
+    # the sampler starts each solve from the previous iteration's rho: whatever the guess
+    # (near, above, far above, below the root, out of range), the answer is the cold solve's
+    from smart_lgbm.samplers import compiled
+
+    s = SPECTRA[spectrum](np.random.default_rng(1), 20_000)
+    for rate in (0.01, 0.1, 0.3, 0.8):
+        imp = compiled.buffer_importance(s, s.shape[0], "test")
+        cold = compiled.solve(imp, rate, None, "test")
+        assert cold.solved_rho is not None or cold.rho == np.inf
+        for factor in (1.0, 1.0001, 0.97, 1.3, 2.0, 1e3, 1e300, 1e-5):
+            warm = compiled.solve(imp, rate, None, "test", start=(cold.solved_rho or 1.0) * factor)
+            assert (warm.c1, warm.c2, warm.rho) == (cold.c1, cold.c2, cold.rho), (rate, factor)
+
+
+def test_sampler_starts_from_the_previous_iteration_only(rng, monkeypatch):
+    # same samples as a fresh sampler's, and the start is used only for iteration t + 1
+    from smart_lgbm.samplers import compiled
+
+    starts = []
+    solve = compiled.solve
+    monkeypatch.setattr(compiled, "solve", lambda *a, start=None, **k: starts.append(start) or solve(*a, **k))
+    sampler, fresh = FirstOrder(rate=0.2), FirstOrder(rate=0.2)
+    g = rng.normal(size=5000).astype(np.float32)
+    h = np.ones_like(g)
+    for it in (0, 1, 2, 5):
+        a = sampler.sample(_state(g * (1 + it / 10), h, iteration=it), np.random.default_rng(it))
+        b = fresh.sample(_state(g * (1 + it / 10), h, iteration=it), np.random.default_rng(it))
+        fresh = FirstOrder(rate=0.2)
+        np.testing.assert_array_equal(a.indices, b.indices)
+        np.testing.assert_array_equal(a.grad, b.grad)
+    assert [x is None for x in starts[::2]] == [True, False, False, True]
 
 
 def test_rate_solve_is_scale_free(rng):

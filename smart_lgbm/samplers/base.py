@@ -387,8 +387,15 @@ class ProbabilitySampler(Sampler):
         return compiled.Fit(compiled.as_rows(source))
 
     def sample(self, state: SamplingState, rng: np.random.Generator) -> Sample:
-        solution = self._solve(self._importance_of_state(state))
+        imp = self._importance_of_state(state)
+        workspace = compiled.workspace_of(self)
+        # The previous iteration's rho starts this one's solve (same answer, fewer passes);
+        # only within one run (the iterations follow each other), whatever the sampler did before.
+        previous = workspace.value("solved_rho")
+        start = previous[1] if previous is not None and previous[0] == state.iteration - 1 else None
+        solution = compiled.solve(imp, self.rate, self.rho, type(self).__name__, start=start)
+        workspace.keep("solved_rho", None if solution.solved_rho is None else (state.iteration, solution.solved_rho))
         h = state.kernel_arrays()[1]
-        indices, grad, hess = compiled.draw_sample(solution, h, self._fit_of_state(state), rng,
-                                                   compiled.workspace_of(self), state.one_dimensional)
+        indices, grad, hess = compiled.draw_sample(solution, h, self._fit_of_state(state), rng, workspace,
+                                                   state.one_dimensional)
         return Sample(indices, grad, hess)

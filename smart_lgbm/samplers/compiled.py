@@ -15,7 +15,8 @@ no row reaches ``p = 1`` at ``rho = m / sum(t)`` that is the answer.  Otherwise 
 pass over ``t`` (64 octaves x 32 buckets) brackets the threshold ``1/rho`` to one bucket,
 and Newton's iteration on the concave, piecewise-linear ``f(rho)``, started from below,
 settles the few rows of that bucket (0-3 passes on every spectrum tried).  Below
-``_HISTOGRAM_ROWS`` rows the histogram is skipped and Newton starts from ``m / sum(t)``.  After ``max_rounds`` Newton
+``_HISTOGRAM_ROWS`` rows the histogram is skipped and Newton starts from ``m / sum(t)``,
+or from the previous iteration's ``rho`` when the sampler passes it (``start``).  After ``max_rounds`` Newton
 passes (never seen outside contrived spectra) an exact sort-based solve takes over.
 """
 
@@ -53,6 +54,13 @@ class Workspace:
 
     def __init__(self) -> None:
         self._local = threading.local()
+
+    def value(self, name: str) -> object:
+        """A small value kept under ``name`` (None if none)."""
+        return self._local.__dict__.setdefault("values", {}).get(name)
+
+    def keep(self, name: str, value: object) -> None:
+        self._local.__dict__.setdefault("values", {})[name] = value
 
     def array(self, name: str, n: int, dtype: type) -> np.ndarray:
         arrays = self._local.__dict__.setdefault("arrays", {})
@@ -125,20 +133,29 @@ def mvs_lambda(g: np.ndarray, h: np.ndarray) -> float:
 
 @dataclass(frozen=True)
 class Solution:
-    """``p_i = min(1, rho * (s_i * c1) * c2)`` over ``importance`` (0 where ``s_i = 0``)."""
+    """``p_i = min(1, rho * (s_i * c1) * c2)`` over ``importance`` (0 where ``s_i = 0``).
+
+    ``solved_rho``: the solved ``rho`` in the importance's own units (``rho * c1 * c2``),
+    when it was solved for a rate; a start for the next iteration's solve.
+    """
 
     importance: Importance
     c1: float
     c2: float
     rho: float
+    solved_rho: float | None = None
 
 
-def solve(imp: Importance, rate: float | None, rho: float | None, owner: str, max_rounds: int = 64) -> Solution:
+def solve(imp: Importance, rate: float | None, rho: float | None, owner: str, max_rounds: int = 64,
+          start: float | None = None) -> Solution:
     """Validate the importances and solve for ``rho`` (or take the fixed one).
 
     Rows of zero importance get ``p = 0``; if every importance is 0 the draw falls back to
     uniform at ``rate`` (all rows when ``rho`` is fixed); if ``rate * n`` is at least the
     number of positive importances every such row gets ``p = 1``.
+
+    ``start``: a guess of ``rho`` in the importance's units (the previous iteration's
+    ``solved_rho``), tried first below ``_HISTOGRAM_ROWS`` rows (see :func:`_rate_rho`).
 
     Raises
     ------
@@ -150,7 +167,17 @@ def solve(imp: Importance, rate: float | None, rho: float | None, owner: str, ma
         return Solution(Importance(CONST, imp.n, imp.g, imp.h), 1.0, 1.0, rate if rate is not None else 1.0)
     if rho is not None:
         return Solution(imp, 1.0, 1.0, rho)
-    return Solution(imp, *_rate_rho(imp, rate * imp.n, n_pos, smax, exponent, total, max_rounds))
+    c1, c2, solved = _rate_rho(imp, rate * imp.n, n_pos, smax, exponent, total, max_rounds, start)
+    return Solution(imp, c1, c2, solved, _unscaled(solved, exponent))
+
+
+def _unscaled(rho: float, exponent: int) -> float | None:
+    """``rho`` of the scaled importances in the importances' own units, if it is a number."""
+    try:
+        value = math.ldexp(rho, -exponent)
+    except OverflowError:
+        return None
+    return value if math.isfinite(value) and value > 0.0 else None
 
 
 def _scan(imp: Importance, owner: str, want_sum: bool) -> tuple[float, int, int, float]:
@@ -172,8 +199,16 @@ _HISTOGRAM_ROWS = 1 << 17
 
 
 def _rate_rho(imp: Importance, m: float, n_pos: int, smax: float, exponent: int, total: float,
-              max_rounds: int) -> tuple[float, float, float]:
-    """``(c1, c2, rho)`` with ``sum_i min(1, rho * (s_i c1) c2) = m`` (see the module notes)."""
+              max_rounds: int, start: float | None = None) -> tuple[float, float, float]:
+    """``(c1, c2, rho)`` with ``sum_i min(1, rho * (s_i c1) c2) = m`` (see the module notes).
+
+    With ``start`` (below ``_HISTOGRAM_ROWS`` rows) one capping round at that guess comes
+    first: Newton's step from any point, above the root or below it, lands at or below the
+    root (``f`` is concave), and from a guess near the root, as the previous iteration's is,
+    that takes fewer rounds than from ``m / sum(t)``.  The answer is the same double either
+    way: it is computed from the root's capped set and the free rows' sum over the same
+    blocks, whichever rounds led there.
+    """
     k = _kernels()
     c1, c2 = k.pow2_pair(-exponent)
     if m >= n_pos:
@@ -187,6 +222,16 @@ def _rate_rho(imp: Importance, m: float, n_pos: int, smax: float, exponent: int,
         rho, capped, _, exact = k.bracket(count, sums, m)
         if exact:
             return c1, c2, rho
+    elif start is not None:
+        try:
+            guess = math.ldexp(start, exponent)
+        except OverflowError:
+            guess = math.inf
+        if math.isfinite(guess) and guess > rho:  # (below the cold start: that one is closer)
+            now_capped, free_sum = k.cap_round(*imp.args(), c1, c2, guess)
+            if now_capped < m and free_sum > 0.0:  # else the guess was far too high: start cold
+                capped = now_capped
+                rho = (m - capped) / free_sum
     for _ in range(max_rounds):
         if not math.isfinite(rho) or rho <= 0.0:
             break
