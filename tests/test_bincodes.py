@@ -120,6 +120,10 @@ def test_known_rows_get_their_outputs_and_are_not_walked(pattern, threads):
         add_coded_outputs(codes, forest, out, known=(rows.astype(np.int64), outputs))
     with pytest.raises(TypeError, match="known outputs"):
         add_coded_outputs(codes, forest, out, known=(rows, outputs[:, :2]))
+    for bad in (np.array([3, 2], dtype=np.int32), np.array([1, 1], dtype=np.int32), np.array([-1, 4], dtype=np.int32),
+                np.array([0, n], dtype=np.int32)):
+        with pytest.raises(ValueError, match="sorted, unique"):
+            add_coded_outputs(codes, forest, out, known=(bad, np.zeros((2, 3))))
 
 
 def test_codes_follow_lightgbms_bins():

@@ -213,6 +213,9 @@ def add_coded_outputs(codes: BinCodes, forest: CodedForest, out: np.ndarray, lea
     if not (isinstance(outputs, np.ndarray) and outputs.dtype == np.float64
             and outputs.shape == (rows.shape[0], shape[1])):
         raise TypeError(f"known outputs must be a float64 array of shape ({rows.shape[0]}, {shape[1]})")
+    if rows.shape[0] and (rows[0] < 0 or rows[-1] >= shape[0] or np.any(rows[1:] <= rows[:-1])):
+        # (the kernel would walk such rows too and add their known outputs to none)
+        raise ValueError(f"known rows must be sorted, unique and in [0, {shape[0]})")
     if codes.num_rows == 0:
         return
     want_leaves = leaves is not None
