@@ -31,8 +31,12 @@ wherever it is):
   with 15 repeats and a paired timing (stock bagging and the engine alternating in short runs
   inside one process, each engine run divided by the stock run next to it).
 
-Usage: python scripts/bench_engine.py [--repeats 5] [--a9a-repeats 15] [--paired 40]
+Usage: python scripts/bench_engine.py [--repeats 5] [--a9a-repeats 15] [--paired 40] [--threads 2]
        [--data higgs-like a9a ...] [--quick] [--out docs/results/bench_engine.md]
+
+``--threads N`` sets LightGBM's and the engine's ``num_threads`` (default 2); the default
+output is ``docs/results/bench_engine.md`` at 2 threads and ``bench_engine_{N}threads.md``
+otherwise, so results at several thread counts sit side by side.
 """
 
 from __future__ import annotations
@@ -67,10 +71,17 @@ CASES: dict[str, tuple[str, float, int, dict]] = {
                    {"objective": "lambdarank", "num_leaves": 31, "min_data_in_leaf": 50}),
     "a9a": ("real LIBSVM a9a, 32,561 x 123 sparse", 0.3, 200, {"objective": "binary", "num_leaves": 31}),
 }
-SHARED = {"learning_rate": 0.1, "verbosity": -1, "seed": 1, "num_threads": 2}
+SHARED = {"learning_rate": 0.1, "verbosity": -1, "seed": 1}
+DEFAULT_THREADS = 2
 METHODS = ["stock_full", "stock_bagging", "stock_goss", "engine_uniform", "engine_first_order", "engine_mvs",
            "engine_full"]
 STEPS = ("sample_seconds", "tree_seconds", "update_seconds")
+
+
+def results_name(stem: str, threads: int) -> str:
+    """Output file name: ``stem.md`` at the default 2 threads (the name docs link to),
+    ``stem_{N}threads.md`` otherwise."""
+    return f"{stem}.md" if threads == DEFAULT_THREADS else f"{stem}_{threads}threads.md"
 
 
 def _status_mb(field: str) -> float:
@@ -128,14 +139,15 @@ def _load(path: str) -> tuple:
     return X, arrays["y"], group
 
 
-def _train(X, y, group, case: str, method: str, rounds: int) -> tuple[list[float], dict[str, list[float]]]:
+def _train(X, y, group, case: str, method: str, rounds: int,
+           threads: int = DEFAULT_THREADS) -> tuple[list[float], dict[str, list[float]]]:
     """Train one method once; per-iteration wall times and, for the engine, its step record."""
     import lightgbm as lgb
 
     import smart_lgbm as sl
 
     _, rate, _, extra = CASES[case]
-    params = {**SHARED, **extra}
+    params = {**SHARED, "num_threads": threads, **extra}
     times: list[float] = []
     last = [0.0]
 
@@ -163,7 +175,7 @@ def _train(X, y, group, case: str, method: str, rounds: int) -> tuple[list[float
     return times, record
 
 
-def worker(path: str, case: str, method: str, rounds: int) -> dict:
+def worker(path: str, case: str, method: str, rounds: int, threads: int) -> dict:
     """Train one method in this (fresh) process; per-iteration seconds, steps and peak RSS."""
     import lightgbm  # noqa: F401  (imported before the baseline RSS: not training memory)
 
@@ -171,7 +183,7 @@ def worker(path: str, case: str, method: str, rounds: int) -> dict:
 
     X, y, group = _load(path)
     rss_data = _status_mb("VmRSS")
-    times, record = _train(X, y, group, case, method, rounds)
+    times, record = _train(X, y, group, case, method, rounds, threads)
     peak = _status_mb("VmHWM")
     out = {"seconds_per_iter": statistics.median(times[3:]), "peak_rss_mb": peak, "training_mb": peak - rss_data}
     for step in STEPS:
@@ -183,7 +195,7 @@ def worker(path: str, case: str, method: str, rounds: int) -> dict:
 PAIRED = ["stock_bagging", "engine_uniform", "engine_first_order"]
 
 
-def paired_worker(path: str, rounds: int, pairs: int) -> dict:
+def paired_worker(path: str, rounds: int, pairs: int, threads: int) -> dict:
     """Short runs of stock bagging and the engine alternating in one process (a9a).
 
     Each round trains every method once, in rotating order, a fraction of a second apart,
@@ -193,7 +205,7 @@ def paired_worker(path: str, rounds: int, pairs: int) -> dict:
     out: dict[str, list[float]] = {m: [] for m in PAIRED}
     for i in range(pairs):
         for m in PAIRED[i % len(PAIRED):] + PAIRED[:i % len(PAIRED)]:
-            out[m].append(statistics.median(_train(X, y, group, "a9a", m, rounds)[0][3:]))
+            out[m].append(statistics.median(_train(X, y, group, "a9a", m, rounds, threads)[0][3:]))
     return out
 
 
@@ -208,12 +220,12 @@ LABELS = {"stock_full": "stock full", "stock_bagging": "stock bagging_fraction={
           "engine_full": "engine Full()"}
 
 
-def case_section(case: str, path: Path, repeats: int, rounds: int) -> list[str]:
+def case_section(case: str, path: Path, repeats: int, rounds: int, threads: int) -> list[str]:
     desc, rate, _, extra = CASES[case]
     results: dict[str, list[dict]] = {m: [] for m in METHODS}
     for rep in range(repeats):
         for m in METHODS:  # interleaved, so drifts in machine load hit all methods alike
-            results[m].append(_run(["--worker", str(path), case, m, str(rounds)]))
+            results[m].append(_run(["--worker", str(path), case, m, str(rounds), str(threads)]))
             print(f"{case} rep {rep} {m}: {results[m][-1]}", file=sys.stderr, flush=True)
     med = {m: {k: statistics.median(r[k] for r in results[m]) for k in results[m][0]} for m in METHODS}
     full, bag = med["stock_full"], med["stock_bagging"]
@@ -232,8 +244,8 @@ def case_section(case: str, path: Path, repeats: int, rounds: int) -> list[str]:
     return lines + [""]
 
 
-def paired_section(path: Path, pairs: int, rounds: int = 60) -> list[str]:
-    times = _run(["--paired-worker", str(path), str(rounds), str(pairs)])
+def paired_section(path: Path, pairs: int, threads: int, rounds: int = 60) -> list[str]:
+    times = _run(["--paired-worker", str(path), str(rounds), str(pairs), str(threads)])
     base = np.array(times["stock_bagging"])
     lines = [f"### a9a, paired in one process: {pairs} rounds of {rounds}-iteration runs, methods alternating", "",
              "Each engine run divided by the stock bagging run of the same round (a fraction of a second "
@@ -249,10 +261,10 @@ def paired_section(path: Path, pairs: int, rounds: int = 60) -> list[str]:
 
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--worker":
-        print(json.dumps(worker(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]))))
+        print(json.dumps(worker(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]), int(sys.argv[6]))))
         return
     if len(sys.argv) > 1 and sys.argv[1] == "--paired-worker":
-        print(json.dumps(paired_worker(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))))
+        print(json.dumps(paired_worker(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]))))
         return
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeats", type=int, default=5, help="fresh processes per method (a9a: --a9a-repeats)")
@@ -260,8 +272,16 @@ def main() -> None:
     ap.add_argument("--paired", type=int, default=40, help="rounds of the paired a9a timing (0: skip)")
     ap.add_argument("--quick", action="store_true", help="1/20 of the sizes and few rounds: a smoke run")
     ap.add_argument("--data", nargs="+", default=list(CASES), choices=list(CASES))
-    ap.add_argument("--out", default=str(ROOT / "docs/results/bench_engine.md"))
+    ap.add_argument("--threads", type=int, default=DEFAULT_THREADS,
+                    help="num_threads of LightGBM and the engine (default 2)")
+    ap.add_argument("--out", default=None,
+                    help="output file (default docs/results/bench_engine.md at 2 threads, "
+                         "docs/results/bench_engine_{N}threads.md at N threads)")
     args = ap.parse_args()
+    if args.threads < 1:
+        ap.error(f"--threads must be >= 1, got {args.threads}")
+    if args.out is None:
+        args.out = str(ROOT / "docs/results" / results_name("bench_engine", args.threads))
     import lightgbm
     import numba
 
@@ -276,7 +296,8 @@ def main() -> None:
         f"lightgbm {lightgbm.__version__}, numba {numba.__version__}; nothing else running. Each cell: median over "
         "fresh processes of each process's median per-iteration wall time (first 3 iterations dropped); peak RSS "
         "(VmHWM) of the whole process, raw data included. Engine steps: gradients and draw of all rows (sample), "
-        "LightGBM's tree on the sample (tree), every row's score update (update). Learning rate 0.1, 2 threads.",
+        "LightGBM's tree on the sample (tree), every row's score update (update). Learning rate 0.1, "
+        f"{args.threads} thread{'s' if args.threads > 1 else ''}.",
         "",
     ]
     with tempfile.TemporaryDirectory() as tmp:
@@ -284,9 +305,9 @@ def main() -> None:
             path = make_data(case, Path(tmp), args.quick)
             rounds = min(CASES[case][2], 12) if args.quick else CASES[case][2]
             repeats = args.a9a_repeats if case == "a9a" else args.repeats
-            lines += case_section(case, path, 2 if args.quick else repeats, rounds)
+            lines += case_section(case, path, 2 if args.quick else repeats, rounds, args.threads)
             if case == "a9a" and args.paired:
-                lines += paired_section(path, 3 if args.quick else args.paired)
+                lines += paired_section(path, 3 if args.quick else args.paired, args.threads)
     write_text(args.out, "\n".join(lines))
     print("\n".join(lines))
 

@@ -19,7 +19,28 @@ of the gradients at the model's scores after a few stock iterations:
 The sparse set is also binned with LightGBM's sparse storage, to show what the engine's
 dense storage of sparse data (``engine_data._storage_params``) saves on subset and reset.
 
-Usage: python scripts/profile_engine_parts.py [--repeats 7] [--quick] [--out docs/results/profile_engine_parts.md]
+The kernels that touch every row (gradients, the sampler, the two walks) get a second
+table: their bytes, ms at 1 thread, at 2 threads and at ``--threads``, the bandwidth they
+reach (bytes / time) and their parallel efficiency from 1 to 2 threads,
+``t(1 thread) / (2 * t(2 threads))`` (1.0: perfect scaling).  Bytes are the all-rows
+arrays each kernel must read or write once, counted once each (a kernel that reads an
+array twice still counts it once, so the figure is the bandwidth it *delivers*, a lower
+bound on what it moves):
+
+* gradients: the float64 scores and labels read, the float32 gradients and hessians
+  written (24 bytes a row);
+* sampler: the float32 gradients and hessians read (8 bytes a row) plus, per sampled
+  row, its int32 index and float32 fitting gradient and hessian written;
+* coded walk: the whole code matrix read (``codes.nbytes``) plus the float64 outputs read
+  and written (16 bytes a row);
+* raw-feature walk: the whole raw feature matrix read (for CSR data its data, indices and
+  row pointers) plus the float64 outputs read and written.
+
+Usage: python scripts/profile_engine_parts.py [--repeats 7] [--threads 2] [--quick] [--out FILE]
+
+``--threads N`` (default 2) sets LightGBM's ``num_threads`` and numba's thread count;
+the default output is ``docs/results/profile_engine_parts.md`` at 2 threads and
+``profile_engine_parts_{N}threads.md`` otherwise.
 """
 
 from __future__ import annotations
@@ -83,7 +104,56 @@ def _ms(fn, repeats: int) -> float:
     return 1000 * statistics.median(times)
 
 
-def profile(name: str, repeats: int, quick: bool) -> list[str]:
+DEFAULT_THREADS = 2
+
+
+def results_name(stem: str, threads: int) -> str:
+    """Output file name: ``stem.md`` at the default 2 threads (the name docs link to),
+    ``stem_{N}threads.md`` otherwise."""
+    return f"{stem}.md" if threads == DEFAULT_THREADS else f"{stem}_{threads}threads.md"
+
+
+def _nbytes(a) -> int:
+    """Bytes of a dense array, or of a CSR matrix's three arrays."""
+    if hasattr(a, "indptr"):
+        return a.data.nbytes + a.indices.nbytes + a.indptr.nbytes
+    return int(np.asarray(a).nbytes)
+
+
+def _scaling(kernels: dict, threads: int, repeats: int) -> list[str]:
+    """Each all-rows kernel at 1, 2 and ``threads`` threads: ms, GB/s, 1->2 efficiency.
+
+    ``kernels`` maps a label to ``(fn, bytes)``.  Thread counts are interleaved within each
+    repeat so that load drifts hit them alike.
+    """
+    counts = sorted({1, 2, threads})
+    times: dict[tuple[str, int], list[float]] = {}
+    before = numba.get_num_threads()
+    try:
+        for _ in range(repeats):
+            for t in counts:
+                numba.set_num_threads(min(t, numba.config.NUMBA_NUM_THREADS))
+                for label, (fn, _) in kernels.items():
+                    t0 = time.perf_counter()
+                    fn()
+                    times.setdefault((label, t), []).append(time.perf_counter() - t0)
+    finally:
+        numba.set_num_threads(before)
+    med = {key: statistics.median(v[1:] if len(v) > 2 else v) for key, v in times.items()}
+    head = " | ".join(f"ms at {t} thread{'s' if t > 1 else ''}" for t in counts)
+    lines = ["", f"All-rows kernels (numba threads as stated; bytes counted as in the script's docstring):", "",
+             f"| kernel | MB | {head} | GB/s at {threads} thread{'s' if threads > 1 else ''} | "
+             "efficiency 1 -> 2 threads |",
+             "|---|---|" + "---|" * len(counts) + "---|---|"]
+    for label, (_, nbytes) in kernels.items():
+        ms = " | ".join(f"{1000 * med[(label, t)]:.2f}" for t in counts)
+        gbs = nbytes / med[(label, threads)] / 1e9
+        eff = med[(label, 1)] / (2 * med[(label, 2)])
+        lines.append(f"| {label} | {nbytes / 1e6:.1f} | {ms} | {gbs:.1f} | {eff:.2f} |")
+    return lines
+
+
+def profile(name: str, repeats: int, quick: bool, threads: int = DEFAULT_THREADS) -> list[str]:
     desc, _, _, leaves, rate = CASES[name]
     X, y = _data(name, quick)
     n = X.shape[0]
@@ -101,11 +171,13 @@ def profile(name: str, repeats: int, quick: bool) -> list[str]:
     t0 = time.perf_counter()
     codes = book.encode(raw)
     out["once: code the raw features (s)"] = time.perf_counter() - t0
+    lgb_threads = f"num_threads={threads} verbosity=-1"
     params = (f"objective=custom metric=None verbosity=-1 num_leaves={leaves} min_data_in_leaf=100 "
-              "learning_rate=0.1 num_class=1 force_col_wise=true num_threads=2")
-    fitter = L.OneIterationBooster(params, 1, handle, "num_threads=2 verbosity=-1")
+              f"learning_rate=0.1 num_class=1 force_col_wise=true num_threads={threads}")
+    fitter = L.OneIterationBooster(params, 1, handle, lgb_threads)
     # realistic scores: a few stock iterations
-    booster = lgb.train({"objective": "binary", "num_leaves": leaves, "verbosity": -1, "num_threads": 2}, ds, 5)
+    booster = lgb.train({"objective": "binary", "num_leaves": leaves, "verbosity": -1, "num_threads": threads},
+                        ds, 5)
     scores = booster.predict(X, raw_score=True)
     loss, target = BinaryLogloss(), Target(label=np.asarray(y, dtype=np.float64))
     g, h = np.empty(n, np.float32), np.empty(n, np.float32)
@@ -129,7 +201,7 @@ def profile(name: str, repeats: int, quick: bool) -> list[str]:
         sample = sampler.sample(state, iteration_rng(0, it))
         t = tick("FirstOrder: rate solve, draw, gather (compiled)", t)
         gg, hh = class_major_float32(sample.grad), class_major_float32(sample.hess)
-        sub = L.SubsetHandle(handle, sample.indices, "num_threads=2 verbosity=-1")
+        sub = L.SubsetHandle(handle, sample.indices, lgb_threads)
         t = tick("LightGBM: subset copy", t)
         L._check(L._LIB.LGBM_BoosterResetTrainingData(fitter.handle, sub.handle))
         t = tick("LightGBM: reset to the sample", t)
@@ -158,20 +230,34 @@ def profile(name: str, repeats: int, quick: bool) -> list[str]:
         sub.free()
         # the old engine's read-out: the Booster pointed at the whole training set
         steps.setdefault("LightGBM's binned predictor over all rows [old engine]", []).append(
-            _binned_read_out(fitter, handle, n, gg, hh, sample.indices))
+            _binned_read_out(fitter, handle, n, gg, hh, sample.indices, lgb_threads))
+    last_forest, last_coded = forest, coded
     fitter.free()
     lines = [f"## {name}: {desc}; {leaves} leaves, FirstOrder(rate={rate})", "",
              "| step | ms (median) |", "|---|---|"]
     lines += [f"| {key} | {statistics.median(v[1:] if len(v) > 2 else v):.2f} |" for key, v in steps.items()]
     lines += [f"| {key} | {value:.2f} |" for key, value in out.items()]
+    n_sampled = sample.indices.shape[0]
+    kernels = {
+        "gradients of all rows": (lambda: loss.compute_gradients(scores, target, g, h),
+                                  scores.nbytes + target.label.nbytes + g.nbytes + h.nbytes),
+        "FirstOrder: rate solve, draw, gather": (lambda: sampler.sample(state, iteration_rng(0, 1)),
+                                                 g.nbytes + h.nbytes + 12 * n_sampled),
+        "coded walk of all rows [engine]": (lambda: add_coded_outputs(codes, last_coded, out_all),
+                                            codes.codes.nbytes
+                                            + 2 * out_all.nbytes),
+        "raw-feature walk of all rows": (lambda: add_outputs(raw, last_forest, out_all),
+                                         _nbytes(X) + 2 * out_all.nbytes),
+    }
+    lines += _scaling(kernels, threads, repeats)
     if name == "yahoo-like":
-        lines += _sparse_storage(X, y, rate, repeats)
+        lines += _sparse_storage(X, y, rate, repeats, lgb_threads)
     return lines + [""]
 
 
-def _binned_read_out(fitter, handle, n, gg, hh, indices) -> float:
+def _binned_read_out(fitter, handle, n, gg, hh, indices, lgb_threads: str) -> float:
     """ms to add a fresh tree's output to every training row through LightGBM's binned predictor."""
-    sub = L.SubsetHandle(handle, indices, "num_threads=2 verbosity=-1")
+    sub = L.SubsetHandle(handle, indices, lgb_threads)
     finished = ctypes.c_int(0)
     fitter._point_at(sub.handle)
     L._check(L._LIB.LGBM_BoosterUpdateOneIterCustom(
@@ -190,7 +276,7 @@ def _binned_read_out(fitter, handle, n, gg, hh, indices) -> float:
     return elapsed
 
 
-def _sparse_storage(X, y, rate: float, repeats: int) -> list[str]:
+def _sparse_storage(X, y, rate: float, repeats: int, lgb_threads: str) -> list[str]:
     """Subset + reset and the tree with LightGBM's sparse storage vs the engine's dense one."""
     rows = ["", "Sparse data: LightGBM's sparse storage against the engine's dense storage of its own copy:", "",
             "| storage | subset + reset ms | tree ms |", "|---|---|---|"]
@@ -199,7 +285,7 @@ def _sparse_storage(X, y, rate: float, repeats: int) -> list[str]:
         ds = lgb.Dataset(X, y, params={"verbosity": -1, **params}).construct()
         handle = L.handle_of(ds)
         fitter = L.OneIterationBooster("objective=custom metric=None verbosity=-1 num_leaves=31 num_class=1 "
-                                       "force_col_wise=true num_threads=2", 1, handle, "")
+                                       f"force_col_wise=true {lgb_threads}", 1, handle, "")
         prep, tree = [], []
         for _ in range(repeats):
             idx = np.flatnonzero(rng.random(X.shape[0]) < rate).astype(np.int32)
@@ -229,18 +315,27 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--quick", action="store_true", help="1/10 of the sizes: a smoke run")
     ap.add_argument("--data", nargs="+", default=list(CASES), choices=list(CASES))
-    ap.add_argument("--out", default=str(ROOT / "docs/results/profile_engine_parts.md"))
+    ap.add_argument("--threads", type=int, default=DEFAULT_THREADS,
+                    help="LightGBM's num_threads and numba's thread count (default 2)")
+    ap.add_argument("--out", default=None,
+                    help="output file (default docs/results/profile_engine_parts.md at 2 threads, "
+                         "docs/results/profile_engine_parts_{N}threads.md at N threads)")
     args = ap.parse_args()
+    if args.threads < 1:
+        ap.error(f"--threads must be >= 1, got {args.threads}")
+    if args.out is None:
+        args.out = str(ROOT / "docs/results" / results_name("profile_engine_parts", args.threads))
+    numba.set_num_threads(min(args.threads, numba.config.NUMBA_NUM_THREADS))
     from smart_lgbm.compare.io import write_text
 
     lines = ["# One engine iteration, step by step", "",
              f"Command: `python scripts/profile_engine_parts.py {' '.join(sys.argv[1:])}`".rstrip(), "",
-             f"Machine: {platform.machine()}, {os.cpu_count()} cores, 2 threads, Python {platform.python_version()}, "
+             f"Machine: {platform.machine()}, {os.cpu_count()} cores, {args.threads} threads, Python {platform.python_version()}, "
              f"lightgbm {lgb.__version__}, numba {numba.__version__}; nothing else running. Medians over "
              f"{args.repeats} repeats (the first dropped); the steps marked [engine] are what an engine iteration "
              "does, the others the alternatives it was measured against.", ""]
     for name in args.data:
-        lines += profile(name, args.repeats, args.quick)
+        lines += profile(name, args.repeats, args.quick, args.threads)
         print("\n".join(lines[-12:]), file=sys.stderr, flush=True)
     write_text(args.out, "\n".join(lines))
     print("\n".join(lines))
