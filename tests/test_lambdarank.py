@@ -346,3 +346,88 @@ def test_engine_full_reproduces_stock_lambdarank():
     assert first_tree(ours) == first_tree(stock)
     assert "objective=lambdarank" in ours.model_to_string()
     assert abs(ours_eval["valid_0"]["ndcg@10"][-1] - stock_eval["valid_0"]["ndcg@10"][-1]) <= 0.002
+
+
+# ------------------------------------------------------------------ kept orders between calls
+
+
+def _fresh_sort(loss, raw, target):
+    """The kernel that sorts every query from scratch (no kept order)."""
+    from smart_lgbm.losses import _lambdarank_kernels as kernels
+    from smart_lgbm.losses.lambdarank import _sigmoid_table
+
+    prep = loss._prepared(target)
+    table, lo, hi, factor = _sigmoid_table(loss.sigmoid)
+    g = np.empty(target.num_rows, dtype=np.float32)
+    h = np.empty(target.num_rows, dtype=np.float32)
+    kernels.lambdarank_gradients(
+        np.ascontiguousarray(raw, dtype=np.float64), prep["labels"], prep["gains"], prep["boundaries"],
+        prep["inv_max_dcg"], prep["discount"], table, lo, hi, factor, loss.sigmoid, loss.truncation_level,
+        loss.norm, prep["weight32"], prep["chunks"], g, h)
+    return g, h
+
+
+def _compute(loss, raw, target):
+    g = np.empty(target.num_rows, dtype=np.float32)
+    h = np.empty(target.num_rows, dtype=np.float32)
+    loss.compute_gradients(raw, target, g, h)
+    return g, h
+
+
+def _assert_same_bits(a, b):
+    np.testing.assert_array_equal(np.asarray(a).view(np.uint32), np.asarray(b).view(np.uint32))
+
+
+def _stable_orders(raw, sizes):
+    """Each query's stable descending order (local positions), as LightGBM sorts."""
+    out, start = [], 0
+    for size in sizes:
+        out.append(np.argsort(-raw[start:start + size], kind="stable"))
+        start += size
+    return np.concatenate(out)
+
+
+@pytest.mark.parametrize("loss", [LambdaRank(), LambdaRank.plain(), LambdaRank(truncation_level=3)])
+def test_repaired_order_equals_a_fresh_sort_with_ties(loss):
+    """Iterations of small score moves, with many ties (coarse grid), -inf, -0.0 and a reset."""
+    rng = np.random.default_rng(7)
+    sizes = np.concatenate([rng.integers(1, 60, 200), [300, 1, 2]])
+    n = int(sizes.sum())
+    target = Target(label=rng.integers(0, 5, n).astype(np.float64), group=sizes,
+                    weight=rng.uniform(0.5, 2.0, n))
+    raw = np.round(rng.normal(size=n), 1)  # coarse: most queries hold ties
+    raw[rng.random(n) < 0.02] = -np.inf
+    raw[raw == 0.0] = -0.0
+    kept = None
+    for it in range(8):
+        if it == 5:
+            raw = -raw  # unrelated scores: the repair must give up and sort afresh
+            raw[raw == np.inf] = -np.inf
+        got = _compute(loss, raw, target)
+        want = _fresh_sort(loss, raw, target)
+        _assert_same_bits(got[0], want[0])
+        _assert_same_bits(got[1], want[1])
+        kept = target.cache["lambdarank_orders"]
+        assert kept.filled
+        np.testing.assert_array_equal(kept.orders, _stable_orders(raw, sizes))
+        step = np.round(rng.normal(scale=0.05, size=n), 1)  # small moves; many stay put or tie
+        raw = np.where(np.isinf(raw), raw, raw + step)
+
+
+def test_kept_orders_belong_to_their_target():
+    """Two runs (two Targets on the same rows) keep separate orders; a foreign or
+    scrambled kept order changes nothing but time."""
+    raw, label, group = _case()
+    loss = LambdaRank()
+    a, b = Target(label=label, group=group), Target(label=label, group=group)
+    ga = _compute(loss, raw, a)
+    gb = _compute(loss, raw[::-1].copy(), b)
+    assert a.cache["lambdarank_orders"] is not b.cache["lambdarank_orders"]
+    _assert_same_bits(_compute(loss, raw, a)[0], ga[0])
+    # scramble a's kept order (still a permutation per query, but far from sorted)
+    kept = a.cache["lambdarank_orders"]
+    bounds = np.concatenate(([0], np.cumsum(group)))
+    for q in range(len(group)):
+        kept.orders[bounds[q]:bounds[q + 1]] = kept.orders[bounds[q]:bounds[q + 1]][::-1]
+    _assert_same_bits(_compute(loss, raw, a)[0], ga[0])
+    _assert_same_bits(gb[0], _fresh_sort(loss, raw[::-1].copy(), b)[0])

@@ -195,6 +195,46 @@ def _gather_sorted(start, cnt, score, labels, gains, order, s, lab, gain, key_bu
 
 
 @njit(cache=True)
+def _repair_sorted(start, cnt, score, labels, gains, prev, order, s, lab, gain):
+    """Sort one query starting from the order of the last call; False if it gave up.
+
+    ``prev`` holds the query's document order (local positions) from the previous call.
+    Scores move little between boosting iterations, so that order is nearly sorted and an
+    insertion sort repairs it in about ``cnt + inversions`` steps, against the
+    ``cnt log cnt`` of a fresh sort.  Documents are compared on (score descending,
+    position ascending): a strict total order, whose only sorted arrangement is the one
+    the stable sort of the identity order gives (LightGBM's ``std::stable_sort`` with
+    ``score[a] > score[b]``), whatever order the repair starts from -- so the result does
+    not depend on where ``prev`` came from, only the time does.  When scores are not
+    nearly sorted (the first call after a reset, scores from elsewhere) the repair gives
+    up after about ``4 * cnt`` shifts and returns False, and the caller sorts afresh.
+    """
+    for k in range(cnt):
+        o = prev[k]
+        order[k] = o
+        s[k] = score[start + o]
+    budget = 4 * cnt + 32
+    for i in range(1, cnt):
+        key = s[i]
+        v = order[i]
+        j = i - 1
+        while j >= 0 and (s[j] < key or (s[j] == key and order[j] > v)):
+            s[j + 1] = s[j]
+            order[j + 1] = order[j]
+            j -= 1
+        s[j + 1] = key
+        order[j + 1] = v
+        budget -= i - 1 - j
+        if budget < 0:
+            return False
+    for k in range(cnt):
+        o = order[k]
+        lab[k] = labels[start + o]
+        gain[k] = gains[labels[start + o]]
+    return True
+
+
+@njit(cache=True)
 def _query_lambdas(cnt, s, lab, gain, discount, inv_max_dcg, table, min_in, max_in,
                    idx_factor, sigmoid, truncation, norm, lam, hes, others, n_others,
                    next_other, listed):
@@ -294,6 +334,50 @@ def _sort_scratch(boundaries, q0, q1, labels):
             np.empty(biggest, dtype=labels.dtype), np.empty(biggest, dtype=np.float64))
 
 
+@njit(cache=True)
+def _gradient_block(q0, q1, score, labels, gains, boundaries, inv_max_dcg, discount, table,
+                    min_in, max_in, idx_factor, sigmoid, truncation, norm, weight, orders,
+                    repair, grad, hess):
+    """Lambdas of queries ``q0..q1`` (one parallel block), scratch allocated once.
+
+    ``orders`` (int32, one entry per document, or length 0 for none) keeps each query's
+    sorted document order between calls: with ``repair`` it is the starting point of
+    :func:`_repair_sorted`, and it is overwritten with this call's order.
+    """
+    has_weight = weight.shape[0] > 0
+    keep = orders.shape[0] > 0
+    n_labels = gains.shape[0]
+    biggest, order, s, key_buf, idx_buf, lab, gain = _sort_scratch(boundaries, q0, q1, labels)
+    lam = np.empty(biggest, dtype=np.float32)
+    hes = np.empty(biggest, dtype=np.float32)
+    # Unsigned positions: numba then skips negative-index wraparound on every access
+    # of the pair loop.
+    others = np.empty((n_labels, biggest), dtype=np.uint32)
+    n_others = np.zeros(n_labels, dtype=np.uint64)
+    next_other = np.zeros(n_labels, dtype=np.uint64)
+    listed = np.zeros(n_labels, dtype=np.bool_)
+    for q in range(q0, q1):
+        start = boundaries[q]
+        cnt = boundaries[q + 1] - start
+        if not (repair and _repair_sorted(start, cnt, score, labels, gains, orders[start:start + cnt],
+                                          order, s, lab, gain)):
+            _gather_sorted(start, cnt, score, labels, gains, order, s, lab, gain, key_buf, idx_buf)
+        if keep:
+            for k in range(cnt):
+                orders[start + k] = order[k]
+        _query_lambdas(cnt, s, lab, gain, discount, inv_max_dcg[q], table, min_in,
+                       max_in, idx_factor, sigmoid, truncation, norm, lam, hes,
+                       others, n_others, next_other, listed)
+        for k in range(cnt):
+            row = start + order[k]
+            if has_weight:
+                grad[row] = lam[k] * weight[row]
+                hess[row] = hes[k] * weight[row]
+            else:
+                grad[row] = lam[k]
+                hess[row] = hes[k]
+
+
 @njit(parallel=True, cache=True)
 def lambdarank_gradients(score, labels, gains, boundaries, inv_max_dcg, discount, table,
                          min_in, max_in, idx_factor, sigmoid, truncation, norm, weight,
@@ -303,37 +387,30 @@ def lambdarank_gradients(score, labels, gains, boundaries, inv_max_dcg, discount
     ``chunks`` holds query indices splitting the queries into blocks of similar cost;
     blocks run in parallel and each allocates its scratch space once. ``weight`` is a
     float32 array (length 0 for no weights); like LightGBM, weights multiply the final
-    float32 lambda and hessian in float32.
+    float32 lambda and hessian in float32.  Every query is sorted afresh; see
+    :func:`lambdarank_gradients_kept` for the variant that repairs the last call's order.
     """
-    has_weight = weight.shape[0] > 0
-    n_labels = gains.shape[0]
+    no_orders = np.empty(0, dtype=np.int32)
     for c in prange(chunks.shape[0] - 1):
-        q0 = chunks[c]
-        q1 = chunks[c + 1]
-        biggest, order, s, key_buf, idx_buf, lab, gain = _sort_scratch(boundaries, q0, q1, labels)
-        lam = np.empty(biggest, dtype=np.float32)
-        hes = np.empty(biggest, dtype=np.float32)
-        # Unsigned positions: numba then skips negative-index wraparound on every access
-        # of the pair loop.
-        others = np.empty((n_labels, biggest), dtype=np.uint32)
-        n_others = np.zeros(n_labels, dtype=np.uint64)
-        next_other = np.zeros(n_labels, dtype=np.uint64)
-        listed = np.zeros(n_labels, dtype=np.bool_)
-        for q in range(q0, q1):
-            start = boundaries[q]
-            cnt = boundaries[q + 1] - start
-            _gather_sorted(start, cnt, score, labels, gains, order, s, lab, gain, key_buf, idx_buf)
-            _query_lambdas(cnt, s, lab, gain, discount, inv_max_dcg[q], table, min_in,
-                           max_in, idx_factor, sigmoid, truncation, norm, lam, hes,
-                           others, n_others, next_other, listed)
-            for k in range(cnt):
-                row = start + order[k]
-                if has_weight:
-                    grad[row] = lam[k] * weight[row]
-                    hess[row] = hes[k] * weight[row]
-                else:
-                    grad[row] = lam[k]
-                    hess[row] = hes[k]
+        _gradient_block(chunks[c], chunks[c + 1], score, labels, gains, boundaries, inv_max_dcg,
+                        discount, table, min_in, max_in, idx_factor, sigmoid, truncation, norm,
+                        weight, no_orders, False, grad, hess)
+
+
+@njit(parallel=True, cache=True)
+def lambdarank_gradients_kept(score, labels, gains, boundaries, inv_max_dcg, discount, table,
+                              min_in, max_in, idx_factor, sigmoid, truncation, norm, weight,
+                              chunks, orders, repair, grad, hess):
+    """:func:`lambdarank_gradients` keeping each query's order in ``orders`` between calls.
+
+    ``orders`` (int32, one per document) receives every query's sorted order (local
+    positions); with ``repair`` the order it holds is repaired (:func:`_repair_sorted`)
+    instead of sorting afresh.  Same gradients bit for bit, whatever ``orders`` holds.
+    """
+    for c in prange(chunks.shape[0] - 1):
+        _gradient_block(chunks[c], chunks[c + 1], score, labels, gains, boundaries, inv_max_dcg,
+                        discount, table, min_in, max_in, idx_factor, sigmoid, truncation, norm,
+                        weight, orders, repair, grad, hess)
 
 
 @njit(cache=True, inline="always")

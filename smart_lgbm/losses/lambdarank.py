@@ -61,6 +61,31 @@ def _cost_chunks(sizes: np.ndarray, truncation: int) -> np.ndarray:
     return np.unique(np.concatenate(([0], cuts, [nq]))).astype(np.int64)
 
 
+class _KeptOrders:
+    """Each query's document order from the last gradient call on one :class:`Target`.
+
+    Lives in ``target.cache``, so it belongs to one training run (the engine and
+    :class:`~smart_lgbm.SmartObjective` each make their own Target per training set) and
+    never outlives it.  Gradients do not depend on it: the kernel's repair sorts on a
+    strict total order (score descending, position ascending) and falls back to a fresh
+    sort per query when the kept order is far from sorted (scores that do not come from
+    the previous iteration), so a stale or foreign order costs time, never exactness.
+    """
+
+    __slots__ = ("orders", "filled")
+
+    def __init__(self, n: int) -> None:
+        self.orders = np.empty(n, dtype=np.int32)
+        self.filled = False
+
+
+def _kept_orders(target: Target) -> _KeptOrders:
+    kept = target.cache.get("lambdarank_orders")
+    if kept is None:
+        kept = target.cache["lambdarank_orders"] = _KeptOrders(target.num_rows)
+    return kept
+
+
 class LambdaRank(Loss):
     """LambdaRank with NDCG (LambdaMART), identical to LightGBM's ``lambdarank`` objective.
 
@@ -203,12 +228,15 @@ class LambdaRank(Loss):
         prep = self._prepared(target)
         score = self._scores(raw, target)
         table, min_in, max_in, factor = _sigmoid_table(self.sigmoid)
+        kept = _kept_orders(target)
         with numba.parallel_chunksize(1):
-            _k.lambdarank_gradients(
+            _k.lambdarank_gradients_kept(
                 score, prep["labels"], prep["gains"], prep["boundaries"], prep["inv_max_dcg"],
                 prep["discount"], table, min_in, max_in, factor, self.sigmoid,
-                self.truncation_level, self.norm, prep["weight32"], prep["chunks"], grad, hess,
+                self.truncation_level, self.norm, prep["weight32"], prep["chunks"],
+                kept.orders, kept.filled, grad, hess,
             )
+        kept.filled = True
 
     def loss(self, raw: np.ndarray, target: Target) -> np.ndarray:
         """Per-document share of the pairwise LambdaRank loss, instance weights applied.
