@@ -19,6 +19,7 @@ from test_walk import _special_values  # NaN, zeros and values around ±kZeroThr
 
 from smart_lgbm import _lightgbm as L
 from smart_lgbm.walk import CodeBook, Forest, RawFeatures, add_coded_outputs
+from smart_lgbm.walk._kernels import K_ZERO_THRESHOLD
 from smart_lgbm.walk.codes import NAN_CODE
 
 
@@ -174,3 +175,34 @@ def test_a_threshold_outside_the_bounds_is_an_error():
     forest.threshold[0] = np.nextafter(forest.threshold[0], np.inf)
     with pytest.raises(RuntimeError, match="bin bounds"):
         book.coded_forest(forest)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_dense_codes_equal_the_scalar_search(dtype):
+    """The lockstep dense encoder gives every value the code of the one-value search the
+    sparse encoder uses (``_kernels._code``): 255-bound features, 8-bound ones, NaN, +-inf,
+    tiny values, a row count that is no multiple of the lanes or the block."""
+    rng = np.random.default_rng(5)
+    n = 4096 + 37
+    X = _special_values(rng, n, 5)
+    X[:, 0] = rng.normal(size=n)  # many distinct values: 255 bins
+    X[::11, 1] = np.inf
+    X[::13, 1] = -np.inf
+    X[:, 4] = rng.integers(0, 6, n)  # few bounds
+    X = X.astype(dtype)
+    _, book = _model_and_book(X, rng.normal(size=n), {"objective": "regression"}, rounds=2)
+    assert max(b.shape[0] for b in book.bounds) >= 200 and min(b.shape[0] for b in book.bounds) <= 8
+    dense = book.encode(RawFeatures.from_data(X)).codes
+    for sparse in (sp.csr_matrix(np.nan_to_num(X, nan=0.0)), sp.csc_matrix(np.nan_to_num(X, nan=0.0))):
+        want = book.encode(RawFeatures.from_data(np.nan_to_num(X, nan=0.0))).codes
+        got = book.encode(RawFeatures.from_data(sparse))
+        if got is not None:  # CSR with tiny non-zeros is refused; CSC is coded
+            np.testing.assert_array_equal(got.codes, want)
+    for j, feature in enumerate(book.features):
+        col = X[:, feature].astype(np.float64)
+        col[np.abs(col) <= K_ZERO_THRESHOLD] = 0.0  # the float32 kZeroThreshold, widened
+        nan = np.isnan(col)
+        expect = np.searchsorted(book.bounds[j], np.where(nan, 0.0, col), side="left")
+        if book.nan_codes[j] >= 0:
+            expect[nan] = NAN_CODE
+        np.testing.assert_array_equal(dense[j], expect)

@@ -321,23 +321,6 @@ def _code(x, bounds, lo, length, nan_code):
 
 
 @njit(parallel=True, cache=True)
-def encode_dense(X, features, bounds, starts, lengths, nan_codes, codes):
-    """``codes[j, i]``: the code of ``X[i, features[j]]`` (dense rows: ``|x| <= kZeroThreshold``
-    reads 0, as LightGBM's dense row function drops it)."""
-    n = X.shape[0]
-    nb = (n + 4095) // 4096
-    for b in prange(nb):
-        for j in range(features.shape[0]):
-            f = features[j]
-            lo, length, nan_code = starts[j], lengths[j], nan_codes[j]
-            for i in range(b * 4096, min(n, (b + 1) * 4096)):
-                x = np.float64(X[i, f])
-                if abs(x) <= K_ZERO_THRESHOLD:
-                    x = 0.0
-                codes[j, i] = _code(x, bounds, lo, length, nan_code)
-
-
-@njit(parallel=True, cache=True)
 def encode_sparse(is_csc, n, indptr, indices, data, column_of_feature, bounds, starts, lengths, nan_codes, codes):
     """Codes of a CSR (each row's entries in storage order, the last duplicate winning) or
     canonical CSC matrix; absent entries read 0.  Returns False (codes unusable) when a

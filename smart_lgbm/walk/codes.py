@@ -38,6 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import _lightgbm
+from . import _encode_kernels as _ek
 from . import _kernels as _k
 from .raw import RawFeatures
 
@@ -100,6 +101,7 @@ class CodeBook:
         self.starts = np.concatenate(([0], np.cumsum(self.lengths)[:-1])).astype(np.int64)
         self.nan_codes = nan_codes  # NAN_CODE, or -1: NaN reads 0
         self.zero_codes = zero_codes  # code of 0.0 for missing type Zero, else NO_MISS
+        self._padded: tuple[np.ndarray, np.ndarray] | None = None  # for the dense encoder, made on first use
 
     @classmethod
     def from_mappers(cls, mappers: list[_lightgbm.BinMapper | None]) -> CodeBook | None:
@@ -143,9 +145,10 @@ class CodeBook:
             return None
         n = raw.num_rows
         if raw.layout == "dense":
+            if self._padded is None:
+                self._padded = _ek.padded_bounds(self.bounds)
             codes = np.empty((self.features.shape[0], n), dtype=np.uint8)
-            _k.encode_dense(raw.dense, self.features, self.flat_bounds, self.starts, self.lengths, self.nan_codes,
-                            codes)
+            _ek.encode_dense(raw.dense, self.features, *self._padded, self.nan_codes, _k.K_ZERO_THRESHOLD, codes)
             return BinCodes(codes)
         raw_bytes = raw.indptr.nbytes + raw.indices.nbytes + raw.values.nbytes
         if self.features.shape[0] * n > max(MAX_SPARSE_CODE_BYTES, raw_bytes):
