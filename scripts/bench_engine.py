@@ -31,7 +31,13 @@ wherever it is):
   with 15 repeats and a paired timing (stock bagging and the engine alternating in short runs
   inside one process, each engine run divided by the stock run next to it).
 
-Usage: python scripts/bench_engine.py [--repeats 5] [--a9a-repeats 15] [--paired 40] [--threads 2]
+Per-run fixed costs: every case table also gives each method's time to the end of its first
+iteration (from the ``train`` call on the unconstructed Dataset: binning, setup and one
+iteration).  With ``400k-60``, a further section times 25-round runs on an already
+constructed Dataset, stock bagging(0.1) against the engine's ``Uniform(0.1)``, paired in one
+process (``--setup-pairs``), and the engine's setup steps one by one.
+
+Usage: python scripts/bench_engine.py [--repeats 5] [--a9a-repeats 15] [--paired 40] [--setup-pairs 5] [--threads 2]
        [--data higgs-like a9a ...] [--quick] [--out docs/results/bench_engine.md]
 
 ``--threads N`` sets LightGBM's and the engine's ``num_threads`` (default 2); the default
@@ -185,7 +191,8 @@ def worker(path: str, case: str, method: str, rounds: int, threads: int) -> dict
     rss_data = _status_mb("VmRSS")
     times, record = _train(X, y, group, case, method, rounds, threads)
     peak = _status_mb("VmHWM")
-    out = {"seconds_per_iter": statistics.median(times[3:]), "peak_rss_mb": peak, "training_mb": peak - rss_data}
+    out = {"seconds_per_iter": statistics.median(times[3:]), "peak_rss_mb": peak, "training_mb": peak - rss_data,
+           "first_iter_s": times[0]}
     for step in STEPS:
         if record:
             out[step] = statistics.median(record[step][3:])
@@ -207,6 +214,103 @@ def paired_worker(path: str, rounds: int, pairs: int, threads: int) -> dict:
         for m in PAIRED[i % len(PAIRED):] + PAIRED[:i % len(PAIRED)]:
             out[m].append(statistics.median(_train(X, y, group, "a9a", m, rounds, threads)[0][3:]))
     return out
+
+
+SETUP_ROUNDS = 25
+
+
+def setup_worker(path: str, pairs: int, threads: int) -> dict:
+    """Per-run fixed costs on an already constructed Dataset (400k-60), in one process.
+
+    The Dataset is constructed once with ``free_raw_data=False`` (the engine's walk reads
+    the raw features; without them it falls back to LightGBM's slower binned predictor).
+    Each pair trains stock ``lgb.train`` with bagging(0.1) and ``sl.train`` with
+    ``Uniform(0.1)`` for ``SETUP_ROUNDS`` rounds, order alternating, recording each whole
+    call and the time to the end of its first iteration.  Then, once per pair, the
+    engine's setup steps one by one (the calls ``sl.train`` makes before its first tree).
+    """
+    import lightgbm as lgb
+
+    import smart_lgbm as sl
+    from smart_lgbm import _lightgbm as L
+    from smart_lgbm.boosting import BoostingRun
+    from smart_lgbm.engine import _numba_threads
+    from smart_lgbm.engine_data import dataset_params, prepare_train
+    from smart_lgbm.params import make_config
+    from smart_lgbm.walk import CodeBook
+
+    X, y, _ = _load(path)
+    _, rate, _, extra = CASES["400k-60"]
+    params = {**SHARED, "num_threads": threads, **extra}
+    dataset = lgb.Dataset(X, y, params={"verbosity": -1}, free_raw_data=False).construct()
+    sl.train(params, lgb.Dataset(X[:2000], y[:2000]), 2, sampler=sl.Uniform(rate))  # numba's cache load
+    out: dict[str, list[float]] = {}
+
+    def add(key: str, seconds: float) -> None:
+        out.setdefault(key, []).append(seconds)
+
+    for i in range(pairs):
+        for method in (("stock", "engine") if i % 2 == 0 else ("engine", "stock")):
+            first = []
+            t0 = time.perf_counter()
+
+            def clock(env) -> None:
+                if env.iteration == 0:
+                    first.append(time.perf_counter() - t0)
+
+            clock.order = 100  # type: ignore[attr-defined]
+            if method == "stock":
+                lgb.train({**params, "bagging_fraction": rate, "bagging_freq": 1}, dataset, SETUP_ROUNDS,
+                          callbacks=[clock])
+            else:
+                sl.train(params, dataset, SETUP_ROUNDS, sampler=sl.Uniform(rate), callbacks=[clock])
+            add(f"{method} whole call", time.perf_counter() - t0)
+            add(f"{method} to end of 1st iteration", first[0])
+        # the engine's setup, step by step (what BoostingRun.__init__ and before do)
+        t = time.perf_counter()
+        cfg = make_config(params, SETUP_ROUNDS)
+        train = prepare_train(dataset, cfg.loss, dataset_params(params))
+        add("engine setup: config + training set (fields, target)", time.perf_counter() - t)
+        t = time.perf_counter()
+        fitter = L.OneIterationBooster(cfg.booster_params(0), 1, train.handle, f"num_threads={threads} verbosity=-1")
+        add("engine setup: tree-fitting Booster", time.perf_counter() - t)
+        fitter.free()
+        t = time.perf_counter()
+        book = CodeBook.from_mappers(L.bin_mappers(train.handle))
+        add("engine setup: read bin mappers, code book", time.perf_counter() - t)
+        t = time.perf_counter()
+        raw = train.raw
+        add("engine setup: raw feature view", time.perf_counter() - t)
+        t = time.perf_counter()
+        with _numba_threads(threads):
+            book.encode(raw)
+        add("engine setup: code the raw features", time.perf_counter() - t)
+        t = time.perf_counter()
+        with _numba_threads(threads):
+            BoostingRun(cfg, sl.Uniform(rate), prepare_train(dataset, cfg.loss, dataset_params(params)), []).fitter.free()
+        add("engine setup: all of BoostingRun (Booster, book, codes, buffers)", time.perf_counter() - t)
+    return out
+
+
+def setup_section(path: Path, pairs: int, threads: int) -> list[str]:
+    times = _run(["--setup-worker", str(path), str(pairs), str(threads)])
+    med = {k: statistics.median(v) for k, v in times.items()}
+    ratio = [e / s for e, s in zip(times["engine whole call"], times["stock whole call"])]
+    lines = [f"## Per-run fixed costs: {SETUP_ROUNDS} rounds on an already constructed 400k-60 Dataset", "",
+             f"One process, {pairs} pairs (stock ``lgb.train`` with bagging_fraction=0.1, bagging_freq=1, and "
+             "``sl.train`` with ``Uniform(0.1)``, order alternating) on one ``lgb.Dataset(X, y, "
+             "free_raw_data=False).construct()``; medians. The time to the end of the first iteration on an "
+             "unconstructed Dataset (binning included) is the case table's last columns.", "",
+             "| measure | seconds (median) |", "|---|---|"]
+    for key in ("stock whole call", "engine whole call", "stock to end of 1st iteration",
+                "engine to end of 1st iteration"):
+        lines.append(f"| {key} | {med[key]:.3f} |")
+    lines.append(f"| engine whole call / stock whole call (median of pair ratios) | {statistics.median(ratio):.2f}x |")
+    lines += ["", "The engine's setup, step by step (the same calls, timed alone):", "",
+              "| step | ms (median) |", "|---|---|"]
+    lines += [f"| {key[len('engine setup: '):]} | {1000 * v:.1f} |" for key, v in med.items()
+              if key.startswith("engine setup: ")]
+    return lines + [""]
 
 
 def _run(args: list[str]) -> dict:
@@ -232,15 +336,16 @@ def case_section(case: str, path: Path, repeats: int, rounds: int, threads: int)
     lines = [f"## {case}: {desc}; {extra['objective']}, {extra['num_leaves']} leaves, rate r = {rate}, "
              f"{rounds} rounds, {repeats} repeats", "",
              "| method | s/iter | vs stock full | vs stock bagging r | peak RSS MB | vs stock full | "
-             "sample ms | tree ms | update ms |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "sample ms | tree ms | update ms | to end of 1st iter s | vs stock bagging r |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for m in METHODS:
         s = med[m]["seconds_per_iter"]
         steps = " | ".join(f"{1000 * med[m][k]:.1f}" if k in med[m] else "" for k in STEPS)
         label = LABELS[m].format(r=rate, h=rate / 2)
         lines.append(f"| {label} | {s:.4f} | {s / full['seconds_per_iter']:.2f}x | "
                      f"{s / bag['seconds_per_iter']:.2f}x | {med[m]['peak_rss_mb']:.0f} | "
-                     f"{med[m]['peak_rss_mb'] / full['peak_rss_mb']:.2f}x | {steps} |")
+                     f"{med[m]['peak_rss_mb'] / full['peak_rss_mb']:.2f}x | {steps} | "
+                     f"{med[m]['first_iter_s']:.2f} | {med[m]['first_iter_s'] / bag['first_iter_s']:.2f}x |")
     return lines + [""]
 
 
@@ -263,6 +368,9 @@ def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--worker":
         print(json.dumps(worker(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]), int(sys.argv[6]))))
         return
+    if len(sys.argv) > 1 and sys.argv[1] == "--setup-worker":
+        print(json.dumps(setup_worker(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))))
+        return
     if len(sys.argv) > 1 and sys.argv[1] == "--paired-worker":
         print(json.dumps(paired_worker(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]))))
         return
@@ -270,6 +378,8 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=5, help="fresh processes per method (a9a: --a9a-repeats)")
     ap.add_argument("--a9a-repeats", type=int, default=15)
     ap.add_argument("--paired", type=int, default=40, help="rounds of the paired a9a timing (0: skip)")
+    ap.add_argument("--setup-pairs", type=int, default=5,
+                    help="pairs of the per-run fixed-cost timing on a constructed 400k-60 Dataset (0: skip)")
     ap.add_argument("--quick", action="store_true", help="1/20 of the sizes and few rounds: a smoke run")
     ap.add_argument("--data", nargs="+", default=list(CASES), choices=list(CASES))
     ap.add_argument("--threads", type=int, default=DEFAULT_THREADS,
@@ -306,6 +416,8 @@ def main() -> None:
             rounds = min(CASES[case][2], 12) if args.quick else CASES[case][2]
             repeats = args.a9a_repeats if case == "a9a" else args.repeats
             lines += case_section(case, path, 2 if args.quick else repeats, rounds, args.threads)
+            if case == "400k-60" and args.setup_pairs:
+                lines += setup_section(path, 2 if args.quick else args.setup_pairs, args.threads)
             if case == "a9a" and args.paired:
                 lines += paired_section(path, 3 if args.quick else args.paired, args.threads)
     write_text(args.out, "\n".join(lines))
