@@ -12,6 +12,11 @@ Both iterations do the same tiny tree work (one feature, two bins); regression's
 is a single O(n) pass, so ``t(lambdarank) - t(regression)`` is LightGBM's lambdarank
 gradient time (minus that pass, i.e. a slight underestimate in LightGBM's favour).
 
+Ours keeps each query's document order between calls and repairs it (docs/losses.md); each
+timed call is preceded by an untimed one on the scores of the iteration before (or by
+dropping the kept order, for the first iteration), as in training, so the repair never
+starts from an order that is already sorted.
+
 Each measurement runs with ``--threads`` threads (wall clock) and with one thread (CPU
 time of the calling thread). On a shared 2-core machine the one-thread CPU figures are
 the trustworthy ones: when another process occupies a core, OpenMP's spinning barriers
@@ -82,11 +87,14 @@ def machine_description(threads: int) -> str:
     )
 
 
-def model_scores(X: np.ndarray, y: np.ndarray, group: np.ndarray, rounds: int, threads: int) -> np.ndarray:
-    """Raw scores of a stock lambdarank model after ``rounds`` iterations (realistic spread and ties)."""
+def model_scores(X: np.ndarray, y: np.ndarray, group: np.ndarray, rounds: int,
+                 threads: int) -> tuple[np.ndarray, np.ndarray]:
+    """Raw scores of a stock lambdarank model after ``rounds - 1`` and ``rounds`` iterations
+    (realistic spread and ties; the first is the iteration before)."""
     ds = lgb.Dataset(X, y, group=group, params={"verbose": -1})
     booster = lgb.train({"objective": "lambdarank", "verbose": -1, "num_threads": threads}, ds, rounds)
-    return booster.predict(X, raw_score=True, num_threads=threads)
+    return (booster.predict(X, raw_score=True, num_threads=threads, num_iteration=rounds - 1),
+            booster.predict(X, raw_score=True, num_threads=threads))
 
 
 def _stock_booster(objective: str, y: np.ndarray, group: np.ndarray, scores: np.ndarray,
@@ -128,23 +136,37 @@ def bench_gradients(args: argparse.Namespace, X: np.ndarray, y: np.ndarray, grou
     loss.validate(target)  # per-data-set precomputation (inverse max DCG, cost blocks)
     prep_time = time.perf_counter() - t0
 
+    # scores -> the scores of the iteration before (None: the first iteration).  LambdaRank
+    # keeps each query's order from its last call and repairs it (docs/losses.md); before
+    # each timed call it is given the order of the iteration before, as in training (or
+    # none, for the first iteration), so that it never times a repair of an order that is
+    # already sorted.
+    before, after = model_scores(X, y, group, args.model_rounds, args.threads)
     scenarios = {
-        "all scores 0 (iteration 1)": np.zeros(y.shape[0]),
-        f"stock model after {args.model_rounds} rounds": model_scores(
-            X, y, group, args.model_rounds, args.threads),
+        "all scores 0 (iteration 1)": (np.zeros(y.shape[0]), None),
+        f"stock model after {args.model_rounds} rounds (order kept from round {args.model_rounds - 1})":
+            (after, before),
     }
+
+    def previous_order(previous: np.ndarray | None) -> None:
+        if previous is None:
+            target.cache.pop("lambdarank_orders", None)
+        else:
+            loss.gradient_hessian(previous, target)
+
     settings = [(args.threads, time.perf_counter, "wall")]
     if args.threads != 1:
         settings.append((1, time.thread_time, "CPU"))
     rows = []
     for threads, clock, clock_name in settings:
         numba.set_num_threads(threads)
-        for name, scores in scenarios.items():
+        for name, (scores, previous) in scenarios.items():
             stock_rank = _stock_booster("lambdarank", y, group, scores, loss, threads)
             stock_reg = _stock_booster("regression", y, group, scores, loss, threads)
             loss.gradient_hessian(scores, target)
             ours, rank, reg = [], [], []
             for _ in range(args.repeats):  # interleaved, so load changes hit all three alike
+                previous_order(previous)
                 ours.append(_timed(lambda: loss.gradient_hessian(scores, target), clock))
                 rank.append(_timed(stock_rank.update, clock))
                 reg.append(_timed(stock_reg.update, clock))
