@@ -604,13 +604,13 @@ def test_model_with_objective_is_the_stock_objectives_model(data):
     stock = lgb.train({**params, "objective": "binary"}, lgb.Dataset(X, y), 5)
     init = float(np.log(y.mean() / (1 - y.mean())))
     dtrain = lgb.Dataset(X, y, init_score=np.full(len(y), init))
-    custom = lgb.train({**params, "objective": lambda p, d: loss.gradient_hessian(p, _target(d))}, dtrain, 5)
+    custom = lgb.train({**params, "objective": lambda p, d: loss.gradient_hessian(p, _dataset_target(d))}, dtrain, 5)
     text = L.model_with_objective(custom.model_to_string(), "binary sigmoid:1", 1, np.array([init]), None)
     assert "\nobjective=binary sigmoid:1\n" in text and "[objective: binary]" in text
     np.testing.assert_allclose(lgb.Booster(model_str=text).predict(X), stock.predict(X), rtol=0, atol=1e-12)
 
 
-def _target(dataset):
+def _dataset_target(dataset):
     from smart_lgbm.losses import Target
 
     return Target(label=dataset.get_label().astype(float))
