@@ -1214,3 +1214,29 @@ def sklearn_record_feature_names(train_set: lgb.Dataset) -> None:
         or isinstance(data, _basic.pd_DataFrame)
         or bool(_basic.nwd.is_into_dataframe(data))
     )
+
+
+def model_with_objective(model: str, objective_line: str, num_class: int, bias: np.ndarray | None,
+                         pandas_categorical: list | None) -> str:
+    """A custom-objective model string rewritten as the stock objective's model.
+
+    The ``objective=`` line (and the parameters' ``[objective: ...]``) makes ``predict``
+    apply the stock objective's transformation; ``bias`` (one constant per model of an
+    iteration, the initial score the run started from) is folded into the first
+    iteration's trees as stock LightGBM folds its ``boost_from_average`` score.
+    """
+    header, trees, parameters = split_model_string(model)
+    # the parameters section ends the model text; a pandas_categorical line after it is re-added by assembly
+    parameters = parameters.split("\npandas_categorical:", 1)[0].rstrip("\n") + "\n" if parameters else parameters
+    if bias is not None:
+        if len(trees) < num_class:
+            raise ValueError("the model has no trees to fold the initial score into")
+        trees = [fold_bias(t, float(b))[0] if i < num_class else t
+                 for i, (t, b) in enumerate(zip(trees, [*bias, *[0.0] * (len(trees) - num_class)]))]
+    return assemble_model_string(header, trees, objective_line, parameters, num_class, pandas_categorical)
+
+
+def has_validation_sets(booster: lgb.Booster) -> bool:
+    """Whether ``lightgbm.train``/``cv`` evaluates metrics on data sets for this Booster:
+    validation sets added to it, or the training set named in ``valid_sets``/``valid_names``."""
+    return bool(getattr(booster, "name_valid_sets", None)) or getattr(booster, "_train_data_name", "training") != "training"

@@ -35,6 +35,7 @@ import numpy as np
 from lightgbm.callback import CallbackEnv
 
 from . import _lightgbm
+from . import objective_metrics as om
 from .boosting import stream_rng
 from .distributed import network_rank
 from .losses.base import Loss, Target
@@ -125,9 +126,13 @@ class SmartObjective:
     * LightGBM does not boost from the average with a custom objective; as with any custom
       objective, give the data the ``init_score`` the stock objective would start from
       (:meth:`init_score`).
-    * With a custom objective, LightGBM's estimators return raw scores from ``predict``
-      and ``predict_proba`` (LightGBM's own rule); ``obj.loss.transform(raw)`` gives
-      probabilities.  :class:`smart_lgbm.SmartClassifier` has none of this.
+    * LightGBM computes its metrics on raw scores with any custom objective: set
+      ``"metric": "None"`` and pass ``feval=obj.feval`` (``eval_metric=obj.feval`` in the
+      estimators), which reports the loss's metric on transformed scores under LightGBM's
+      name; with validation sets, ``callback`` refuses a metric LightGBM would get wrong.
+    * With a custom objective, a model predicts raw scores (LightGBM's estimators too);
+      ``obj.finalize(booster, init_score)`` gives the stock objective's model, whose
+      ``predict`` returns probabilities.  :class:`smart_lgbm.SmartClassifier` has none of this.
     * SecondOrder with ``eta > 0`` needs each row's leaf in the newest tree, which the
       callback gets by predicting on the raw training data: build the Dataset with
       ``free_raw_data=False`` (the scikit-learn estimators free it, so there use the
@@ -154,6 +159,9 @@ class SmartObjective:
         self.last_sample: Sample | None = None
         self.callback = _IterationCallback(self)
         self._runs: dict[int, _Run] = {}
+        # metric parameters given with the objective (label_gain...), used by feval/metrics
+        self._metric_options = {k: v for k, v in canonicalize(objective_params).items() if k in om._METRIC_PARAMS}
+        self._feval: om.SmartMetric | None = None
 
     @property
     def stream(self) -> int | None:
@@ -195,6 +203,56 @@ class SmartObjective:
 
     def __repr__(self) -> str:
         return f"SmartObjective({self.loss!r}, {self.sampler!r}, seed={self.seed}, stream={self.stream})"
+
+    # ------------------------------------------------------------------ metrics and the final model
+
+    @property
+    def feval(self) -> om.SmartMetric:
+        """The loss's default metric (``binary_logloss``, ``multi_logloss``, ``l2``, ``ndcg@1..5``)
+        on transformed scores, for ``feval=`` (``lightgbm.train``/``cv``) or ``eval_metric=``
+        (LightGBM's estimators); other metrics: :meth:`metrics`."""
+        if self._feval is None:
+            if not self.loss.default_metric:
+                raise ValueError(f"{self.loss.describe()} has no default metric: name one with obj.metrics(...)")
+            self._feval = om.SmartMetric(self.loss, self._metric_options)
+        return self._feval
+
+    def metrics(self, metric: str | list[str] | None = None, **metric_params: Any) -> om.SmartMetric:
+        """LightGBM metrics on the loss's transformed scores, as ``feval``/``eval_metric``.
+
+        Parameters
+        ----------
+        metric : str or list of str, optional
+            LightGBM metric names or aliases (default: the loss's default metric).
+        **metric_params
+            ``eval_at``, ``label_gain``, ``multi_error_top_k``, ``auc_mu_weights``, ``alpha``,
+            ``fair_c``, ``tweedie_variance_power``, as LightGBM reads them.
+
+        Returns
+        -------
+        SmartMetric
+            Callable returning ``[(name, value, higher_is_better), ...]`` under LightGBM's names.
+        """
+        return om.SmartMetric(self.loss, om.metric_params(metric, {**self._metric_options, **metric_params}))
+
+    def finalize(self, booster: lgb.Booster, init_score: Any = None) -> lgb.Booster:
+        """The trained model as the stock objective's: ``predict`` gives probabilities.
+
+        A custom-objective model predicts raw scores and leaves out the initial score the
+        data carried.  The returned Booster (a new one; ``booster`` is unchanged) has the
+        stock objective's ``objective=`` line and ``init_score`` folded into its first
+        iteration's trees, as stock LightGBM folds its ``boost_from_average`` score, so it
+        predicts what the stock objective's model would.
+
+        Parameters
+        ----------
+        booster : lightgbm.Booster
+            From ``lightgbm.train``, or an estimator's ``booster_``.
+        init_score : float, array or None
+            The constant initial score of the training data (what :meth:`init_score` gave:
+            its per-row array, one row of it, or a number); None adds nothing.
+        """
+        return om.finalize(booster, self.loss, init_score)
 
     # ------------------------------------------------------------------ initial score
 
@@ -260,6 +318,8 @@ class SmartObjective:
         boosters = model.boosters if isinstance(model, lgb.CVBooster) else [model]
         fresh = env.iteration == env.begin_iteration
         if fresh:  # a new run: nothing carries over from an earlier one
+            om.refuse_raw_score_metrics(env.params, self.loss,
+                                        any(_lightgbm.has_validation_sets(b) for b in boosters))
             self._runs.clear()
             for values in self.record.values():
                 values.clear()

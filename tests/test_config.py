@@ -165,7 +165,11 @@ def test_shipped_configs_validate():
         cfg = load_config(root / name)
         assert cfg.experiments
     quick = load_config(root / "quick.toml")
-    assert [e.name for e in quick.experiments] == ["a9a", "rank-sample"]
+    assert [e.name for e in quick.experiments] == ["a9a", "rank-sample", "dense-synthetic"]
+    dense = quick.experiment("dense-synthetic")
+    assert dense.data.source == "synthetic"  # labelled so: its tables' Data line says synthetic
+    # stock full is timed at both ends of every experiment (scripts/run's verdict spread)
+    assert all(e.labels[0] == "stock_full" and e.labels[-1] == "stock_full_again" for e in quick.experiments)
 
 
 def test_rounds_per_method_and_per_experiment(tmp_path):

@@ -593,3 +593,39 @@ def test_bin_mappers_are_read_from_lightgbms_binary_file():
     assert seen > 100
     zero_missing = lgb.Dataset(X[:, [0]], y, params={"verbosity": -1, "zero_as_missing": True}).construct()
     assert L.bin_mappers(L.handle_of(zero_missing))[0].missing_type == 1
+
+
+def test_model_with_objective_is_the_stock_objectives_model(data):
+    """A custom-objective model with the stock objective line and the initial score folded
+    in predicts what stock LightGBM's model does (SmartObjective.finalize)."""
+    X, y = data
+    loss = BinaryLogloss()
+    params = {"num_leaves": 7, "verbosity": -1, "seed": 0}
+    stock = lgb.train({**params, "objective": "binary"}, lgb.Dataset(X, y), 5)
+    init = float(np.log(y.mean() / (1 - y.mean())))
+    dtrain = lgb.Dataset(X, y, init_score=np.full(len(y), init))
+    custom = lgb.train({**params, "objective": lambda p, d: loss.gradient_hessian(p, _dataset_target(d))}, dtrain, 5)
+    text = L.model_with_objective(custom.model_to_string(), "binary sigmoid:1", 1, np.array([init]), None)
+    assert "\nobjective=binary sigmoid:1\n" in text and "[objective: binary]" in text
+    np.testing.assert_allclose(lgb.Booster(model_str=text).predict(X), stock.predict(X), rtol=0, atol=1e-12)
+
+
+def _dataset_target(dataset):
+    from smart_lgbm.losses import Target
+
+    return Target(label=dataset.get_label().astype(float))
+
+
+def test_has_validation_sets_sees_what_train_evaluates(data):
+    X, y = data
+    seen = []
+    train = lgb.Dataset(X, y)
+
+    def spy(env):
+        seen.append(L.has_validation_sets(env.model))
+
+    params = {"objective": "binary", "verbosity": -1}
+    lgb.train(params, train, 1, callbacks=[spy])
+    lgb.train(params, train, 1, valid_sets=[lgb.Dataset(X[:100], y[:100], reference=train)], callbacks=[spy])
+    lgb.train(params, train, 1, valid_sets=[train], valid_names=["fit"], callbacks=[spy])
+    assert seen == [False, True, True]

@@ -281,3 +281,157 @@ def test_new_label_array_is_validated_even_at_a_reused_address():
         invalid = y * 3  # CPython typically reuses the freed object's address here
         with pytest.raises(ValueError, match="label must be 0 or 1"):
             obj(invalid, preds)
+
+
+# ---------------------------------------------------------------- metrics and the final model (issue #21.3)
+
+def _logloss(y, p):
+    return float(-np.mean(y * np.log(p) + (1 - y) * np.log(1 - p)))
+
+
+def _with_init(obj, X, y, Xt, yt):
+    """Training and validation Datasets starting from the stock objective's initial score."""
+    dtrain = lgb.Dataset(X, y)
+    init = obj.init_score(dtrain)
+    dtrain.set_init_score(init)
+    dvalid = lgb.Dataset(Xt, yt, reference=dtrain)
+    dvalid.set_init_score(np.full(len(yt), init[0]))
+    return dtrain, dvalid, init
+
+
+def test_feval_records_stock_objectives_metric_and_finalize_its_model(a9a_small):
+    """With Full(), SmartObjective + feval records the validation log-loss stock LightGBM's
+    binary objective records, and finalize() gives stock's model: its probabilities'
+    log-loss is the recorded value.  LightGBM's own metric of a custom objective is that
+    of raw scores (negative here)."""
+    (X, y), (Xt, yt) = a9a_small
+    obj = sl.SmartObjective("binary", sl.Full())
+    dtrain, dvalid, init = _with_init(obj, X, y, Xt, yt)
+    ours, stock = {}, {}
+    booster = lgb.train({**BASE, "objective": obj, "metric": "None"}, dtrain, 20, valid_sets=[dvalid],
+                        feval=obj.feval, callbacks=[obj.callback, lgb.record_evaluation(ours)])
+    stock_booster = lgb.train({**BASE, "objective": "binary"}, lgb.Dataset(X, y), 20,
+                              valid_sets=[lgb.Dataset(Xt, yt)], callbacks=[lgb.record_evaluation(stock)])
+    np.testing.assert_allclose(ours["valid_0"]["binary_logloss"], stock["valid_0"]["binary_logloss"],
+                               rtol=0, atol=1e-9)
+    final = obj.finalize(booster, init)
+    proba = final.predict(Xt)
+    np.testing.assert_allclose(proba, stock_booster.predict(Xt), rtol=0, atol=1e-12)
+    assert abs(_logloss(yt, proba) - ours["valid_0"]["binary_logloss"][-1]) <= 1e-9
+    assert "objective=binary sigmoid:1" in final.model_to_string()
+    # the raw model is unchanged and still predicts raw scores (without the initial score)
+    np.testing.assert_allclose(booster.predict(Xt) + init[0], final.predict(Xt, raw_score=True), atol=1e-12)
+
+
+def test_early_stopping_acts_on_the_final_models_metric(a9a_small):
+    """With a sampler, early stopping on obj.feval stops where the log-loss of the final
+    model's probabilities, iteration by iteration, says it should."""
+    (X, y), (Xt, yt) = a9a_small
+    obj = sl.SmartObjective("binary", sl.FirstOrder(rate=0.2), seed=4)
+    dtrain, dvalid, init = _with_init(obj, X, y, Xt, yt)
+    rec = {}
+    booster = lgb.train({**BASE, "objective": obj, "metric": "None", "learning_rate": 0.5}, dtrain, 300,
+                        valid_sets=[dvalid], feval=obj.feval,
+                        callbacks=[obj.callback, lgb.early_stopping(5, verbose=False), lgb.record_evaluation(rec)])
+    final = obj.finalize(booster, init)
+    recorded = rec["valid_0"]["binary_logloss"]
+    assert len(recorded) < 300, "the test needs early stopping to stop"
+    # lightgbm.train returns the model up to its best iteration; every recorded value up to
+    # there is the final model's log-loss at that iteration
+    values = [_logloss(yt, final.predict(Xt, num_iteration=i)) for i in range(1, final.current_iteration() + 1)]
+    np.testing.assert_allclose(recorded[:len(values)], values, rtol=0, atol=1e-9)
+    best = int(np.argmin(values)) + 1
+    assert booster.best_iteration == best == int(np.argmin(recorded)) + 1 and len(recorded) == best + 5
+    assert final.best_iteration == best  # predict() defaults to it, as on the original
+    np.testing.assert_array_equal(final.predict(Xt), final.predict(Xt, num_iteration=best))
+
+
+def test_cv_reports_the_loss_metric_as_stock_cv_does(a9a_small):
+    (X, y), _ = a9a_small
+    obj = sl.SmartObjective("binary", sl.Full())
+    ours = lgb.cv({**BASE, "objective": obj, "metric": "None"}, lgb.Dataset(X, y), 10, nfold=3, seed=2,
+                  feval=obj.feval, callbacks=[obj.callback])
+    stock = lgb.cv({**BASE, "objective": "binary", "boost_from_average": False}, lgb.Dataset(X, y), 10,
+                   nfold=3, seed=2)
+    assert set(ours) == set(stock) == {"valid binary_logloss-mean", "valid binary_logloss-stdv"}
+    np.testing.assert_allclose(ours["valid binary_logloss-mean"], stock["valid binary_logloss-mean"], atol=1e-9)
+    # without feval LightGBM reports nothing for a custom objective: the reason feval exists
+    bare = lgb.cv({**BASE, "objective": obj}, lgb.Dataset(X, y), 2, nfold=3, callbacks=[obj.callback])
+    assert bare == {}
+
+
+def test_estimator_eval_metric_equals_stock_estimator(a9a_small):
+    (X, y), (Xt, yt) = a9a_small
+    obj = sl.SmartObjective("binary", sl.Full())
+    ours = lgb.LGBMClassifier(objective=obj, metric="None", n_estimators=8, num_leaves=15, verbose=-1)
+    ours.fit(X, y, eval_set=[(Xt, yt)], eval_metric=obj.feval, callbacks=[obj.callback])
+    stock = lgb.LGBMClassifier(n_estimators=8, num_leaves=15, boost_from_average=False, verbose=-1)
+    stock.fit(X, y, eval_set=[(Xt, yt)])
+    np.testing.assert_allclose(ours.evals_result_["valid_0"]["binary_logloss"],
+                               stock.evals_result_["valid_0"]["binary_logloss"], rtol=0, atol=1e-9)
+    np.testing.assert_allclose(obj.finalize(ours.booster_).predict(Xt), stock.predict_proba(Xt)[:, 1], atol=1e-12)
+
+
+def test_multiclass_feval_and_finalize_equal_stock(higgs):
+    (X, y), (Xt, _) = higgs
+    y3, yt3 = np.digitize(X[:, 1], [-0.5, 0.5]), np.digitize(Xt[:, 1], [-0.5, 0.5])
+    obj = sl.SmartObjective("multiclass", sl.Full(), num_class=3)
+    dtrain = lgb.Dataset(X, y3)
+    init = obj.init_score(dtrain)
+    dtrain.set_init_score(init)
+    dvalid = lgb.Dataset(Xt, yt3, reference=dtrain)
+    dvalid.set_init_score(np.tile(init[0], (len(yt3), 1)))
+    ours, stock = {}, {}
+    params = {**BASE, "num_class": 3}
+    booster = lgb.train({**params, "objective": obj, "metric": "None"}, dtrain, 6, valid_sets=[dvalid],
+                        feval=obj.metrics(["multi_logloss", "multi_error"]),
+                        callbacks=[obj.callback, lgb.record_evaluation(ours)])
+    stock_booster = lgb.train({**params, "objective": "multiclass", "metric": ["multi_logloss", "multi_error"]},
+                              lgb.Dataset(X, y3), 6, valid_sets=[lgb.Dataset(Xt, yt3)],
+                              callbacks=[lgb.record_evaluation(stock)])
+    for name in ("multi_logloss", "multi_error"):
+        np.testing.assert_allclose(ours["valid_0"][name], stock["valid_0"][name], rtol=0, atol=1e-9)
+    np.testing.assert_allclose(obj.finalize(booster, init).predict(Xt), stock_booster.predict(Xt), atol=1e-12)
+
+
+@pytest.mark.parametrize("metric", ["binary_logloss", "binary_error", "xentropy", "l2"])
+def test_metric_of_raw_scores_is_refused_with_validation_sets(a9a_small, metric):
+    (X, y), (Xt, yt) = a9a_small
+    obj = sl.SmartObjective("binary", sl.FirstOrder(rate=0.3))
+    with pytest.raises(ValueError, match="raw scores.*'metric': 'None'.*feval=obj.feval"):
+        lgb.train({**BASE, "objective": obj, "metric": metric}, lgb.Dataset(X, y), 2,
+                  valid_sets=[lgb.Dataset(Xt, yt)], callbacks=[obj.callback])
+    with pytest.raises(ValueError, match="raw scores"):
+        lgb.LGBMClassifier(objective=obj, n_estimators=2, verbose=-1).fit(  # the estimator's default metric
+            X, y, eval_set=[(Xt, yt)], callbacks=[obj.callback])
+    # no validation set: nothing is evaluated, nothing to refuse
+    lgb.train({**BASE, "objective": obj, "metric": metric}, lgb.Dataset(X, y), 2, callbacks=[obj.callback])
+
+
+def test_metrics_of_raw_scores_and_of_identity_losses_are_allowed(a9a_small):
+    (X, y), (Xt, yt) = a9a_small
+    obj = sl.SmartObjective("binary", sl.FirstOrder(rate=0.3))
+    rec = {}
+    lgb.train({**BASE, "objective": obj, "metric": "auc"}, lgb.Dataset(X, y), 2, valid_sets=[lgb.Dataset(Xt, yt)],
+              feval=obj.metrics("auc"), callbacks=[obj.callback, lgb.record_evaluation(rec)])
+    assert rec["valid_0"]["auc"] == pytest.approx(rec["valid_0"]["auc"])  # both reported under one name
+    reg = sl.SmartObjective("regression", sl.FirstOrder(rate=0.3))
+    lgb.train({**BASE, "objective": reg, "metric": "l2"}, lgb.Dataset(X, y), 2, valid_sets=[lgb.Dataset(Xt, yt)],
+              callbacks=[reg.callback])
+
+
+def test_metrics_and_finalize_refuse_bad_input(a9a_small):
+    (X, y), _ = a9a_small
+    obj = sl.SmartObjective("binary", sl.Full())
+    with pytest.raises(ValueError, match="not a LightGBM metric"):
+        obj.metrics("logloss_of_mine")
+    with pytest.raises(TypeError, match="unknown metric parameter"):
+        obj.metrics("auc", num_leaves=3)
+    assert obj.metrics("ndcg", eval_at=[3]).names == ["ndcg@3"]
+    booster = lgb.train({**BASE, "objective": obj}, lgb.Dataset(X, y), 2, callbacks=[obj.callback])
+    with pytest.raises(ValueError, match="same for every row"):
+        obj.finalize(booster, np.arange(len(y), dtype=float))
+    with pytest.raises(TypeError, match="lightgbm.Booster"):
+        obj.finalize("model.txt")
+    with pytest.raises(ValueError, match="finite number"):
+        obj.finalize(booster, [np.nan])

@@ -1,0 +1,173 @@
+#!/usr/bin/env python
+"""The first ``sl.train`` in a fresh process: what numba's compilation costs a new user.
+
+Every entry point runs in its own fresh subprocess with an **empty** ``NUMBA_CACHE_DIR``
+(a new temporary folder; numba then neither reads nor writes the ``__pycache__`` folders
+of the checkout), as on a new machine, CI runner, Dask worker container or notebook:
+
+* ``import smart_lgbm`` (seconds);
+* the first ``sl.train`` (5 rounds; this is where the kernels it uses compile);
+* a second, identical ``sl.train`` in the same process (nothing left to compile: the
+  training itself);
+* the numba functions compiled during the first call, with the seconds each took (a
+  kernel's time includes the helpers it compiles first; the list shows the largest);
+* the first ``sl.train`` of another fresh process that finds the cache the first one left
+  (``cached``): the cost once a machine has run the package once.
+
+Entry points: binary log-loss with each sampler (``Full``, ``Uniform``, ``WeightTrimming``,
+``FirstOrder``, ``SecondOrder``, ``MVS``, ``LossBased``, all at rate 0.1 where they take
+one), multiclass softmax (3 classes) and LambdaRank with ``FirstOrder``.  Data: synthetic,
+seeded, made in the child (5,000 rows x 20 dense float64; 250 queries of 20 documents for
+LambdaRank).
+
+Usage: python scripts/bench_first_call.py [--entry binary-first_order ...] [--repeats 1]
+       [--out docs/results/bench_first_call.md]
+Times are wall-clock on whatever else the machine is doing: run it alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+SAMPLERS = {
+    "full": "sl.Full()",
+    "uniform": "sl.Uniform(rate=0.1)",
+    "weight_trimming": "sl.WeightTrimming(alpha=0.1)",
+    "first_order": "sl.FirstOrder(rate=0.1)",
+    "second_order": "sl.SecondOrder(rate=0.1)",
+    "mvs": "sl.MVS(rate=0.1)",
+    "loss_based": "sl.LossBased(rate=0.1)",
+}
+ENTRIES = {f"binary-{name}": ("binary", expr) for name, expr in SAMPLERS.items()}
+ENTRIES["multiclass-first_order"] = ("multiclass", SAMPLERS["first_order"])
+ENTRIES["lambdarank-first_order"] = ("lambdarank", SAMPLERS["first_order"])
+
+CHILD = r'''
+import json, sys, time
+t0 = time.perf_counter()
+import numpy as np
+import lightgbm as lgb
+import smart_lgbm as sl
+t_import = time.perf_counter() - t0
+from numba.core import event
+
+objective, sampler_expr = sys.argv[1], sys.argv[2]
+rng = np.random.default_rng(0)
+X = rng.normal(size=(5000, 20))
+score = X[:, 0] + 0.5 * X[:, 1] * X[:, 2] + rng.normal(size=5000)
+params = {"objective": objective, "verbose": -1, "seed": 1, "num_leaves": 15}
+group = None
+if objective == "binary":
+    y = (score > 0).astype(float)
+elif objective == "multiclass":
+    y = np.digitize(score, [-0.7, 0.7]).astype(float)
+    params["num_class"] = 3
+else:
+    y = np.clip(np.round(score + 1.5), 0, 4)
+    group = [20] * 250
+
+compiled = {}
+starts = {}
+
+class Listener(event.Listener):
+    def on_start(self, ev):
+        starts[id(ev.data["dispatcher"])] = time.perf_counter()
+
+    def on_end(self, ev):
+        d = ev.data["dispatcher"]
+        name = f"{d.py_func.__module__}.{d.py_func.__qualname__}"
+        compiled[name] = compiled.get(name, 0.0) + time.perf_counter() - starts.pop(id(d), time.perf_counter())
+
+event.register("numba:compile", Listener())
+
+def train():
+    data = lgb.Dataset(X, y, group=group)
+    t = time.perf_counter()
+    sl.train(params, data, 5, sampler=eval(sampler_expr, {"sl": sl}))
+    return time.perf_counter() - t
+
+first = train()
+second = train()
+print(json.dumps({"import": t_import, "first": first, "second": second,
+                  "compiled": sorted(compiled.items(), key=lambda kv: -kv[1])}))
+'''
+
+
+def run_child(entry: str, cache_dir: str) -> dict:
+    objective, sampler = ENTRIES[entry]
+    env = {**os.environ, "NUMBA_CACHE_DIR": cache_dir, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run([sys.executable, "-c", CHILD, objective, sampler], env=env, capture_output=True,
+                          text=True, cwd=tempfile.gettempdir())
+    if proc.returncode != 0:
+        raise RuntimeError(f"{entry} failed:\n{proc.stderr[-3000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def measure(entry: str, repeats: int) -> dict:
+    cold, cached = [], []
+    for _ in range(repeats):
+        with tempfile.TemporaryDirectory(prefix="numba-cache-") as cache:
+            cold.append(run_child(entry, cache))
+            cached.append(run_child(entry, cache))  # a second fresh process finds the first one's cache
+    med = lambda runs, key: statistics.median(r[key] for r in runs)  # noqa: E731
+    return {"entry": entry, "import": med(cold, "import"), "first": med(cold, "first"),
+            "second": med(cold, "second"), "cached": med(cached, "first"), "compiled": cold[0]["compiled"]}
+
+
+def markdown(rows: list[dict], repeats: int) -> str:
+    load = os.getloadavg()
+    lines = [
+        "# First `sl.train` in a fresh process (numba compilation)",
+        "",
+        f"`python scripts/bench_first_call.py --repeats {repeats}`: each entry point in a fresh process with an "
+        "empty `NUMBA_CACHE_DIR` (`first`), the same call again in that process (`second`: the training "
+        "alone), and a new process that finds the cache the first left (`cached`). Seconds, medians of "
+        f"{repeats} repeat(s). Data: synthetic, 5,000 rows x 20 (LambdaRank: 250 queries x 20 documents), "
+        "5 rounds.",
+        "",
+        f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
+        f"load average at the end {load[0]:.1f} (above the core count: other work skewed these times).",
+        "",
+        "| entry point | import smart_lgbm | first sl.train | second sl.train | first sl.train, cached | "
+        "largest compilations (s) |",
+        "|---|---:|---:|---:|---:|---|",
+    ]
+    for r in rows:
+        top = ", ".join(f"{name.rsplit('.', 1)[-1]} {sec:.2f}" for name, sec in r["compiled"][:4]
+                        if name.startswith("smart_lgbm"))
+        lines.append(f"| {r['entry']} | {r['import']:.2f} | {r['first']:.2f} | {r['second']:.2f} | "
+                     f"{r['cached']:.2f} | {top} |")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--entry", nargs="+", choices=list(ENTRIES), default=list(ENTRIES))
+    parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--out", help="also write the markdown table here")
+    args = parser.parse_args()
+    rows = []
+    for entry in args.entry:
+        row = measure(entry, args.repeats)
+        print(f"{entry}: first {row['first']:.2f} s, second {row['second']:.2f} s, cached {row['cached']:.2f} s",
+              file=sys.stderr, flush=True)
+        rows.append(row)
+    text = markdown(rows, args.repeats)
+    print(text)
+    if args.out:
+        Path(args.out).write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
