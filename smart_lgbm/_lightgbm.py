@@ -633,7 +633,8 @@ class OneIterationBooster:
         texts = tree_bodies(model)
         leaf_values = None
         if bias is not None:
-            folded = [fold_bias(text, float(b)) for text, b in zip(texts, bias)]
+            internal = exact_internal_values(self.handle, len(texts))
+            folded = [fold_bias(text, float(b), inner) for text, b, inner in zip(texts, bias, internal)]
             texts, leaf_values = [t for t, _ in folded], [v for _, v in folded]
         if finished.value:
             self._recreate()
@@ -709,13 +710,42 @@ def _format_values(values: np.ndarray) -> str:
     return " ".join(repr(float(v)) for v in values)
 
 
-def fold_bias(tree_text: str, bias: float) -> tuple[str, np.ndarray]:
+def exact_internal_values(handle: ctypes.c_void_p, num_trees: int) -> list[np.ndarray]:
+    """Each tree's internal node values at full double precision.
+
+    The model text writes ``internal_value`` with six significant digits; the JSON dump
+    writes them with 17 (``Tree::ToJSON``).  Folding a bias into the rounded values would
+    round differently from stock LightGBM, which adds the bias to the doubles.
+    """
+    size = ctypes.c_int64(0)
+    buf = ctypes.create_string_buffer(1 << 16)
+    for _ in range(2):
+        _check(_LIB.LGBM_BoosterDumpModel(handle, ctypes.c_int(0), ctypes.c_int(-1), ctypes.c_int(0),
+                                          ctypes.c_int64(len(buf)), ctypes.byref(size), buf))
+        if size.value <= len(buf):
+            break
+        buf = ctypes.create_string_buffer(size.value)
+    out = []
+    for tree in json.loads(buf.value.decode("utf-8"))["tree_info"][:num_trees]:
+        values: dict[int, float] = {}
+        stack = [tree["tree_structure"]]
+        while stack:
+            node = stack.pop()
+            if "split_index" in node:
+                values[node["split_index"]] = float(node["internal_value"])
+                stack += [node["left_child"], node["right_child"]]
+        out.append(np.array([values[i] for i in range(len(values))], dtype=np.float64))
+    return out
+
+
+def fold_bias(tree_text: str, bias: float, internal_values: np.ndarray | None = None) -> tuple[str, np.ndarray]:
     """Add a constant to a tree's outputs as LightGBM's ``Tree::AddBias`` does.
 
     Returns the new tree body and its new leaf values.  Leaf and internal values get
     ``bias`` added (values within 1e-35 of zero become zero, LightGBM's
     ``MaybeRoundToZero``) and shrinkage becomes 1, so a model with the initial score
-    folded into its first tree is the model stock LightGBM writes.
+    folded into its first tree is the model stock LightGBM writes.  ``internal_values``
+    (:func:`exact_internal_values`) replace the text's six-digit ones when given.
     """
 
     def shift(values: np.ndarray) -> np.ndarray:
@@ -733,7 +763,10 @@ def fold_bias(tree_text: str, bias: float) -> tuple[str, np.ndarray]:
             new_leaf_values = shift(np.array(rest.split(" "), dtype=np.float64))
             lines[i] = f"leaf_value={_format_values(new_leaf_values)}"
         elif key == "internal_value" and rest:
-            lines[i] = f"internal_value={_format_values(shift(np.array(rest.split(' '), dtype=np.float64)))}"
+            values = np.array(rest.split(" "), dtype=np.float64)
+            if internal_values is not None and internal_values.shape == values.shape:
+                values = internal_values.copy()
+            lines[i] = f"internal_value={_format_values(shift(values))}"
         elif key == "shrinkage":
             lines[i] = "shrinkage=1"
     return "\n".join(lines), new_leaf_values

@@ -13,6 +13,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
 
+import numba
 import numpy as np
 
 
@@ -259,3 +260,35 @@ def loss_buffer_arrays(raw: np.ndarray, target: Target, num_class: int) -> tuple
 
 
 _NO_WEIGHT = np.empty(0, dtype=np.float64)
+
+#: LightGBM's ``kEpsilon`` (include/LightGBM/meta.h): the *float* literal ``1e-15f``, so the
+#: clamps of its initial scores use float32(1e-15) = 1.0000000036274937e-15, not 1e-15.
+K_EPSILON = float(np.float32(1e-15))
+
+
+@numba.njit(cache=True)
+def _row_by_row_sums(values: np.ndarray, weight: np.ndarray) -> tuple[float, float]:  # pragma: no cover - compiled
+    suml = 0.0
+    sumw = 0.0
+    if weight.shape[0] == 0:
+        for i in range(values.shape[0]):
+            suml += values[i]
+        return suml, float(values.shape[0])
+    for i in range(values.shape[0]):
+        suml += values[i] * weight[i]
+        sumw += weight[i]
+    return suml, sumw
+
+
+def weighted_sums(values: np.ndarray, weight: np.ndarray | None) -> tuple[float, float]:
+    """``(sum(values * weight), sum(weight))`` in double, added row by row.
+
+    LightGBM's ``BoostFromScore`` adds the float32 labels (times the float32 weights) into a
+    double one row after another (``deterministic=true`` or one thread); numpy's pairwise
+    or BLAS sums round differently in the last bits, and those bits are the initial score
+    folded into the first tree.  Without weights the second sum is the row count.
+    """
+    values = np.ascontiguousarray(values, dtype=np.float64)
+    weight = _NO_WEIGHT if weight is None else np.ascontiguousarray(weight, dtype=np.float64)
+    suml, sumw = _row_by_row_sums(values, weight)
+    return float(suml), float(sumw)
