@@ -100,17 +100,35 @@ def param_aliases() -> dict[str, tuple[str, ...]]:
     return {name: tuple(dict.fromkeys([name, *aliases])) for name, aliases in raw.items()}
 
 
+def _param_value_str(value: Any) -> str:
+    # as lightgbm.basic._param_dict_to_str: bools lower-case, a list inside a list in
+    # brackets (interaction_constraints=[0,1],[2,3]), never a space, which would end the
+    # value: LightGBM's parser splits the whole string at whitespace.
+    if isinstance(value, (bool, np.bool_)):
+        return str(bool(value)).lower()
+    if isinstance(value, (list, tuple, set, np.ndarray)):
+        return "[" + ",".join(_param_value_str(v) for v in value) + "]"
+    return str(value)
+
+
 def params_to_str(params: dict[str, Any]) -> str:
-    """LightGBM's ``key=value`` parameter string (lists comma-joined, None dropped)."""
+    """LightGBM's ``key=value`` parameter string, written as ``lightgbm.train`` writes it.
+
+    Lists are comma-joined, lists of lists as ``[a,b],[c,d]``, None dropped; a value whose
+    text would hold whitespace is refused (LightGBM would split it into other parameters).
+    """
     pairs = []
     for key, val in params.items():
         if val is None:
             continue
-        if isinstance(val, (list, tuple, np.ndarray)):
-            val = ",".join(str(v) for v in val)
-        elif isinstance(val, bool):
-            val = str(val).lower()
-        pairs.append(f"{key}={val}")
+        if isinstance(val, (list, tuple, set, np.ndarray)):
+            text = ",".join(_param_value_str(v) for v in val)
+        else:
+            text = _param_value_str(val)
+        if any(c.isspace() for c in text):
+            raise ValueError(f"parameter {key}={val!r} cannot be passed to LightGBM: its text {text!r} "
+                             "holds whitespace, which LightGBM's parameter parser splits at")
+        pairs.append(f"{key}={text}")
     return " ".join(pairs)
 
 
@@ -150,6 +168,21 @@ class SubsetHandle:
             self.free()
         except Exception:  # interpreter shutdown: the library may be gone already
             pass
+
+
+def has_positions(dataset: lgb.Dataset) -> bool:
+    """Whether a Dataset (or the Dataset it is an unconstructed subset of) carries
+    ``position`` (LightGBM >= 4.1: the display positions that lambdarank learns biases of)."""
+    while dataset is not None:
+        if getattr(dataset, "position", None) is not None:
+            return True
+        if dataset._handle is not None:  # constructed: the C side holds what was set
+            try:
+                return dataset.get_field("position") is not None
+            except Exception:  # a LightGBM without the field
+                return False
+        dataset = dataset.reference if getattr(dataset, "used_indices", None) is not None else None
+    return False
 
 
 def clear_field(handle: ctypes.c_void_p, field: str) -> None:

@@ -26,7 +26,7 @@ from .boosting import BoostingRun, ScoredSet
 from .distributed import current_worker
 from .engine_data import prepare_train, prepare_valid
 from .metrics import Evaluator
-from .params import dataset_params, make_config
+from .params import dataset_params, make_config, refuse_for_sampler, training_data_params
 from .samplers import Sampler, make_sampler
 
 __all__ = ["train"]
@@ -106,6 +106,14 @@ def train(
             "machines / num_machines > 1: smart_lgbm.train does not join LightGBM's network itself; train on "
             "several machines with smart_lgbm.dask (or inside smart_lgbm.distributed.on_network)")
     sampler = make_sampler(sampler)
+    refuse_for_sampler(cfg.params, sampler)
+    if isinstance(train_set, lgb.Dataset) and _lightgbm.has_positions(train_set):
+        # LightGBM >= 4.1 learns a bias per position (rank_objective.hpp's
+        # UpdatePositionBiasFactors) and fits the gradients of the debiased scores; the
+        # engine's lambdarank does not, so it would silently train the plain model.
+        raise ValueError(
+            "train_set has position= (position-debiased lambdarank) which smart_lgbm.train does not implement; "
+            "train it with stock lightgbm.train, or build the Dataset without position")
     ds_params = dataset_params(params)
     train_data = prepare_train(train_set, cfg.loss, ds_params)
 
@@ -209,7 +217,8 @@ def _train_loop(run: BoostingRun, cfg: Any, evaluator: Evaluator, eval_sets: lis
             best_iteration = exc.best_iteration + 1
             results = exc.best_score
             break
-    parameters = _lightgbm.set_parameter_line(run.fitter.parameters_section(cfg.model_params()), "verbosity",
+    data_params = training_data_params(train_set, run.train.data.reference)
+    parameters = _lightgbm.set_parameter_line(run.fitter.parameters_section(cfg.model_params(data_params)), "verbosity",
                                               str(cfg.verbosity))
     model_text = run.model_string(trees_after[best_iteration - 1] if best_iteration else None, parameters,
                                   metric_names)
