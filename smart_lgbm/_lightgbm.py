@@ -170,6 +170,32 @@ class SubsetHandle:
             pass
 
 
+def constructed_like(dataset: lgb.Dataset, params: dict[str, Any],
+                     reference: lgb.Dataset | None = None) -> lgb.Dataset:
+    """The Dataset ``lightgbm.train`` would hand to ``feval`` for ``dataset``: constructed,
+    its labels and weights read back from LightGBM (float32), its groups as boundaries.
+
+    A constructed Dataset is that already; an unconstructed one is not touched (the engine
+    never changes the caller's objects): a copy with the same data, fields and parameters
+    is constructed instead (against ``reference``, the engine's training Dataset, for a
+    validation set, as stock bins validation data with the training set's bin mappers).
+    """
+    if dataset._handle is not None:
+        return dataset
+    if getattr(dataset, "used_indices", None) is not None:
+        parent = constructed_like(dataset.reference, params, reference)
+        return parent.subset(list(dataset.used_indices), params=dataset.params).construct()
+    copy = lgb.Dataset(
+        dataset.data, label=dataset.label, weight=dataset.weight, group=dataset.group,
+        init_score=dataset.init_score, reference=reference, feature_name=dataset.feature_name,
+        categorical_feature=dataset.categorical_feature, params={**params, **(dataset.params or {})},
+        free_raw_data=False,
+    )
+    if getattr(dataset, "position", None) is not None:
+        copy.position = dataset.position
+    return copy.construct()
+
+
 def has_positions(dataset: lgb.Dataset) -> bool:
     """Whether a Dataset (or the Dataset it is an unconstructed subset of) carries
     ``position`` (LightGBM >= 4.1: the display positions that lambdarank learns biases of)."""

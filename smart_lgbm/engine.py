@@ -141,14 +141,15 @@ def train(
         run = BoostingRun(cfg, sampler, train_data, valids, stream=None if worker is None else worker.rank,
                           initial_score=None if worker is None else worker.initial_score)
         try:
-            return _train_loop(run, cfg, evaluator, eval_sets, train_set, train_name, metric_names, feval, callbacks)
+            return _train_loop(run, cfg, evaluator, eval_sets, train_set, train_name, metric_names, feval, callbacks,
+                               ds_params)
         finally:
             run.fitter.free()  # the C Booster's memory, also on early stopping and Ctrl-C
 
 
 def _train_loop(run: BoostingRun, cfg: Any, evaluator: Evaluator, eval_sets: list[tuple[str, int | None]],
                 train_set: lgb.Dataset, train_name: str, metric_names: list[str], feval: Any,
-                callbacks: list[Callable] | None) -> lgb.Booster:
+                callbacks: list[Callable] | None, ds_params: dict[str, Any]) -> lgb.Booster:
     """``lightgbm.train``'s loop around :meth:`BoostingRun.step`; returns the stock model."""
 
     def scored(position: int | None) -> ScoredSet:
@@ -159,10 +160,19 @@ def _train_loop(run: BoostingRun, cfg: Any, evaluator: Evaluator, eval_sets: lis
         raw = run.view(data.scores)
         scores = [_lightgbm.evaluation_result(name, m, v, h) for m, v, h in evaluator.evaluate(raw, data.data.target)]
         if fevals is not None:
-            source = train_set if position is None else data.data.source
             scores += [_lightgbm.evaluation_result(name, m, v, h)
-                       for m, v, h in _feval_results(fevals, cfg.loss.transform(raw), source)]
+                       for m, v, h in _feval_results(fevals, cfg.loss.transform(raw), feval_dataset(position))]
         return scores
+
+    feval_datasets: dict[int | None, lgb.Dataset] = {}
+
+    def feval_dataset(position: int | None) -> lgb.Dataset:
+        """What lightgbm.train hands feval: a constructed Dataset (built once, only if asked)."""
+        if position not in feval_datasets:
+            source = train_set if position is None else run.valids[position].data.source
+            reference = None if position is None else feval_dataset(None)
+            feval_datasets[position] = _lightgbm.constructed_like(source, ds_params, reference)
+        return feval_datasets[position]
 
     def evaluate_for_model(which: Any, fevals: Any) -> list:
         """``env.model.eval_train / eval_valid / eval`` on the engine's current scores."""
