@@ -769,7 +769,7 @@ def _format_values(values: np.ndarray) -> str:
     return " ".join(repr(float(v)) for v in values)
 
 
-def exact_internal_values(handle: ctypes.c_void_p, num_trees: int) -> list[np.ndarray]:
+def exact_internal_values(handle: ctypes.c_void_p, num_trees: int) -> list[np.ndarray | None]:
     """Each tree's internal node values at full double precision.
 
     The model text writes ``internal_value`` with six significant digits; the JSON dump
@@ -784,8 +784,12 @@ def exact_internal_values(handle: ctypes.c_void_p, num_trees: int) -> list[np.nd
         if size.value <= len(buf):
             break
         buf = ctypes.create_string_buffer(size.value)
-    out = []
-    for tree in json.loads(buf.value.decode("utf-8"))["tree_info"][:num_trees]:
+    out: list[np.ndarray | None] = []
+    try:
+        trees = json.loads(buf.value.decode("utf-8"))["tree_info"][:num_trees]
+    except ValueError:  # a non-finite value, which JSON cannot hold: keep the text's values
+        return [None] * num_trees
+    for tree in trees:
         values: dict[int, float] = {}
         stack = [tree["tree_structure"]]
         while stack:

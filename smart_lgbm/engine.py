@@ -132,6 +132,10 @@ def train(
             eval_sets.append((train_name, None))
             continue
         valids.append(prepare_valid(valid, name or f"valid_{i}", train_data, cfg.loss, ds_params))
+        if valids[-1].num_rows == 0:
+            # LightGBM refuses an empty Dataset (dataset.cpp: num_data > 0); every metric
+            # of it would be NaN or fail, and early stopping would act on that
+            raise ValueError(f"validation set {valids[-1].name!r} has no rows; give each of valid_sets at least one row")
         eval_sets.append((valids[-1].name, len(valids) - 1))
     evaluator = cfg.evaluator
     evaluator.check(train_data.target)  # as LightGBM, which checks every metric on the training data

@@ -92,6 +92,12 @@ def refuse_unsupported(params: dict[str, Any]) -> None:
     run's parameters updated with the new ones, since a refusal can depend on two of them
     (``bagging_fraction`` refuses only with ``bagging_freq > 0``).
     """
+    for key, value in params.items():
+        # LightGBM checks the ranges of some parameters, not their finiteness (learning_rate=inf,
+        # max_delta_step=nan train to NaN or constant models); no parameter means anything at nan/inf
+        values = value if isinstance(value, (list, tuple, np.ndarray)) else [value]
+        if any(isinstance(v, (float, np.floating)) and not np.isfinite(v) for v in np.ravel(np.asarray(values, dtype=object))):
+            raise ValueError(f"parameter {key}={value!r} must be finite")
     boosting = str(params.get("boosting", "gbdt")).lower()
     if boosting not in ("gbdt", "gbrt"):
         raise ValueError(

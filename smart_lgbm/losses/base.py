@@ -226,6 +226,22 @@ def check_finite(name: str, values: np.ndarray) -> None:
         raise ValueError(f"{name} contains {bad} NaN or infinite value(s); all must be finite")
 
 
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+def check_float32_finite(name: str, values: np.ndarray) -> None:
+    """Raise ``ValueError`` naming ``name`` unless every entry is finite and stays finite as
+    the float32 LightGBM takes gradients in (a finite float64 beyond float32's range would
+    become infinite in the cast and wreck the tree silently)."""
+    check_finite(name, values)
+    if values.dtype.itemsize > 4 and values.size:
+        biggest = float(np.max(np.abs(values)))
+        with np.errstate(over="ignore"):
+            if not np.isfinite(np.float32(biggest)):
+                raise ValueError(f"{name} contains values beyond float32's range (|value| up to {biggest:g} > "
+                                 f"{_FLOAT32_MAX:g}); LightGBM takes them as float32, where they would be infinite")
+
+
 def defining_class(cls: type, name: str) -> type | None:
     """The class in ``cls``'s MRO whose body defines attribute ``name`` (None if none does)."""
     return next((c for c in cls.__mro__ if name in vars(c)), None)
