@@ -100,17 +100,35 @@ def param_aliases() -> dict[str, tuple[str, ...]]:
     return {name: tuple(dict.fromkeys([name, *aliases])) for name, aliases in raw.items()}
 
 
+def _param_value_str(value: Any) -> str:
+    # as lightgbm.basic._param_dict_to_str: bools lower-case, a list inside a list in
+    # brackets (interaction_constraints=[0,1],[2,3]), never a space, which would end the
+    # value: LightGBM's parser splits the whole string at whitespace.
+    if isinstance(value, (bool, np.bool_)):
+        return str(bool(value)).lower()
+    if isinstance(value, (list, tuple, set, np.ndarray)):
+        return "[" + ",".join(_param_value_str(v) for v in value) + "]"
+    return str(value)
+
+
 def params_to_str(params: dict[str, Any]) -> str:
-    """LightGBM's ``key=value`` parameter string (lists comma-joined, None dropped)."""
+    """LightGBM's ``key=value`` parameter string, written as ``lightgbm.train`` writes it.
+
+    Lists are comma-joined, lists of lists as ``[a,b],[c,d]``, None dropped; a value whose
+    text would hold whitespace is refused (LightGBM would split it into other parameters).
+    """
     pairs = []
     for key, val in params.items():
         if val is None:
             continue
-        if isinstance(val, (list, tuple, np.ndarray)):
-            val = ",".join(str(v) for v in val)
-        elif isinstance(val, bool):
-            val = str(val).lower()
-        pairs.append(f"{key}={val}")
+        if isinstance(val, (list, tuple, set, np.ndarray)):
+            text = ",".join(_param_value_str(v) for v in val)
+        else:
+            text = _param_value_str(val)
+        if any(c.isspace() for c in text):
+            raise ValueError(f"parameter {key}={val!r} cannot be passed to LightGBM: its text {text!r} "
+                             "holds whitespace, which LightGBM's parameter parser splits at")
+        pairs.append(f"{key}={text}")
     return " ".join(pairs)
 
 
@@ -150,6 +168,47 @@ class SubsetHandle:
             self.free()
         except Exception:  # interpreter shutdown: the library may be gone already
             pass
+
+
+def constructed_like(dataset: lgb.Dataset, params: dict[str, Any],
+                     reference: lgb.Dataset | None = None) -> lgb.Dataset:
+    """The Dataset ``lightgbm.train`` would hand to ``feval`` for ``dataset``: constructed,
+    its labels and weights read back from LightGBM (float32), its groups as boundaries.
+
+    A constructed Dataset is that already; an unconstructed one is not touched (the engine
+    never changes the caller's objects): a copy with the same data, fields and parameters
+    is constructed instead (against ``reference``, the engine's training Dataset, for a
+    validation set, as stock bins validation data with the training set's bin mappers).
+    """
+    if dataset._handle is not None:
+        return dataset
+    if getattr(dataset, "used_indices", None) is not None:
+        parent = constructed_like(dataset.reference, params, reference)
+        return parent.subset(list(dataset.used_indices), params=dataset.params).construct()
+    copy = lgb.Dataset(
+        dataset.data, label=dataset.label, weight=dataset.weight, group=dataset.group,
+        init_score=dataset.init_score, reference=reference, feature_name=dataset.feature_name,
+        categorical_feature=dataset.categorical_feature, params={**params, **(dataset.params or {})},
+        free_raw_data=False,
+    )
+    if getattr(dataset, "position", None) is not None:
+        copy.position = dataset.position
+    return copy.construct()
+
+
+def has_positions(dataset: lgb.Dataset) -> bool:
+    """Whether a Dataset (or the Dataset it is an unconstructed subset of) carries
+    ``position`` (LightGBM >= 4.1: the display positions that lambdarank learns biases of)."""
+    while dataset is not None:
+        if getattr(dataset, "position", None) is not None:
+            return True
+        if dataset._handle is not None:  # constructed: the C side holds what was set
+            try:
+                return dataset.get_field("position") is not None
+            except Exception:  # a LightGBM without the field
+                return False
+        dataset = dataset.reference if getattr(dataset, "used_indices", None) is not None else None
+    return False
 
 
 def clear_field(handle: ctypes.c_void_p, field: str) -> None:
@@ -633,7 +692,8 @@ class OneIterationBooster:
         texts = tree_bodies(model)
         leaf_values = None
         if bias is not None:
-            folded = [fold_bias(text, float(b)) for text, b in zip(texts, bias)]
+            internal = exact_internal_values(self.handle, len(texts))
+            folded = [fold_bias(text, float(b), inner) for text, b, inner in zip(texts, bias, internal)]
             texts, leaf_values = [t for t, _ in folded], [v for _, v in folded]
         if finished.value:
             self._recreate()
@@ -709,13 +769,46 @@ def _format_values(values: np.ndarray) -> str:
     return " ".join(repr(float(v)) for v in values)
 
 
-def fold_bias(tree_text: str, bias: float) -> tuple[str, np.ndarray]:
+def exact_internal_values(handle: ctypes.c_void_p, num_trees: int) -> list[np.ndarray | None]:
+    """Each tree's internal node values at full double precision.
+
+    The model text writes ``internal_value`` with six significant digits; the JSON dump
+    writes them with 17 (``Tree::ToJSON``).  Folding a bias into the rounded values would
+    round differently from stock LightGBM, which adds the bias to the doubles.
+    """
+    size = ctypes.c_int64(0)
+    buf = ctypes.create_string_buffer(1 << 16)
+    for _ in range(2):
+        _check(_LIB.LGBM_BoosterDumpModel(handle, ctypes.c_int(0), ctypes.c_int(-1), ctypes.c_int(0),
+                                          ctypes.c_int64(len(buf)), ctypes.byref(size), buf))
+        if size.value <= len(buf):
+            break
+        buf = ctypes.create_string_buffer(size.value)
+    out: list[np.ndarray | None] = []
+    try:
+        trees = json.loads(buf.value.decode("utf-8"))["tree_info"][:num_trees]
+    except ValueError:  # a non-finite value, which JSON cannot hold: keep the text's values
+        return [None] * num_trees
+    for tree in trees:
+        values: dict[int, float] = {}
+        stack = [tree["tree_structure"]]
+        while stack:
+            node = stack.pop()
+            if "split_index" in node:
+                values[node["split_index"]] = float(node["internal_value"])
+                stack += [node["left_child"], node["right_child"]]
+        out.append(np.array([values[i] for i in range(len(values))], dtype=np.float64))
+    return out
+
+
+def fold_bias(tree_text: str, bias: float, internal_values: np.ndarray | None = None) -> tuple[str, np.ndarray]:
     """Add a constant to a tree's outputs as LightGBM's ``Tree::AddBias`` does.
 
     Returns the new tree body and its new leaf values.  Leaf and internal values get
     ``bias`` added (values within 1e-35 of zero become zero, LightGBM's
     ``MaybeRoundToZero``) and shrinkage becomes 1, so a model with the initial score
-    folded into its first tree is the model stock LightGBM writes.
+    folded into its first tree is the model stock LightGBM writes.  ``internal_values``
+    (:func:`exact_internal_values`) replace the text's six-digit ones when given.
     """
 
     def shift(values: np.ndarray) -> np.ndarray:
@@ -733,7 +826,10 @@ def fold_bias(tree_text: str, bias: float) -> tuple[str, np.ndarray]:
             new_leaf_values = shift(np.array(rest.split(" "), dtype=np.float64))
             lines[i] = f"leaf_value={_format_values(new_leaf_values)}"
         elif key == "internal_value" and rest:
-            lines[i] = f"internal_value={_format_values(shift(np.array(rest.split(' '), dtype=np.float64)))}"
+            values = np.array(rest.split(" "), dtype=np.float64)
+            if internal_values is not None and internal_values.shape == values.shape:
+                values = internal_values.copy()
+            lines[i] = f"internal_value={_format_values(shift(values))}"
         elif key == "shrinkage":
             lines[i] = "shrinkage=1"
     return "\n".join(lines), new_leaf_values

@@ -29,7 +29,7 @@ import numpy as np
 
 from . import _lightgbm
 from .engine_data import EngineSet
-from .losses.base import Loss, Target, check_finite
+from .losses.base import Loss, Target, check_float32_finite
 from .params import ENGINE_ONLY, LOSS_AND_METRIC_PARAMS, EngineConfig, canonicalize, check_seed, refuse_unsupported
 from .samplers import GradientHistory, Sample, Sampler, SamplingState
 from .walk import BinCodes, CodeBook, Forest, RawFeatures, add_coded_outputs, add_outputs
@@ -99,7 +99,7 @@ def check_sample(sample: Any, n: int, k: int, sampler: Sampler) -> None:
                             f"expected a float numpy array of shape {shape}")
         if values.shape != shape:
             raise ValueError(f"{sampler!r} returned {name} of shape {values.shape}; expected {shape}")
-        check_finite(f"{'gradients' if name == 'grad' else 'hessians'} from {sampler!r}", values)
+        check_float32_finite(f"{'gradients' if name == 'grad' else 'hessians'} from {sampler!r}", values)
 
 
 def _code_book(train: EngineSet) -> CodeBook | None:

@@ -52,6 +52,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Imported here so that --help and --version answer without loading LightGBM and numba.
     from .compare import ConfigError, load_config, run_compare, run_single
     from .compare.config import error_text
+    from .compare.io import ResultWriteError
 
     try:
         config = load_config(args.config)
@@ -71,6 +72,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"smart-lgbm: error: {error_text(exc)}", file=sys.stderr)
         return 2
+    except ResultWriteError as exc:  # after training: the earlier result files are kept
+        print(f"smart-lgbm: error: {exc}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         return 130  # the runner has said what it kept
     from .compare.report import to_markdown

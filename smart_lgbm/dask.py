@@ -216,8 +216,41 @@ def _assemble(parts: list[dict[str, Any]], eval_names: list[str] | None, eval_cl
 # --------------------------------------------------------------------------- worker side
 
 
+def _check_lengths(parts: list[dict[str, Any]]) -> None:
+    """Refuse partitions whose X, labels, weights, init scores and groups do not line up.
+
+    Run in the survey, before any worker joins LightGBM's network: found later, inside
+    training, one worker fails while the others wait in the network for it.
+    """
+    def check(piece: dict[str, Any], names: dict[str, str], what: str) -> None:
+        n = _num_rows(piece["data"])
+        for key, name in names.items():
+            if key not in piece:
+                continue
+            if key == "group":
+                count = int(np.sum(np.asarray(piece[key])))
+                if count != n:
+                    raise ValueError(f"a partition of {what} has {n} rows but its partition of {name} sums to "
+                                     f"{count}: each partition's query sizes must add up to its rows")
+            elif _num_rows(piece[key]) != n:
+                raise ValueError(f"a partition of {what} has {n} rows but its partition of {name} has "
+                                 f"{_num_rows(piece[key])}: give {name} the same row blocks (chunks) as {what}")
+
+    for part in parts:
+        check(part, {"label": "y", "weight": "sample_weight", "init_score": "init_score", "group": "group"}, "X")
+        for i, pieces in enumerate(part["eval"]):
+            if pieces == _TRAINING:
+                continue
+            for piece in pieces:
+                check(piece, {"label": f"eval_set[{i}][1]", "weight": f"eval_sample_weight[{i}]",
+                              "init_score": f"eval_init_score[{i}]", "group": f"eval_group[{i}]"},
+                      f"eval_set[{i}][0]")
+
+
 def _survey(parts: list[dict[str, Any]], classifier: bool) -> tuple[int, list | None]:
-    """A worker's number of training rows and, for a classifier, its sorted classes."""
+    """A worker's number of training rows and, for a classifier, its sorted classes (after
+    :func:`_check_lengths`)."""
+    _check_lengths(parts)
     rows = sum(_num_rows(p["data"]) for p in parts)
     if not classifier or rows == 0:
         return rows, None
@@ -315,10 +348,28 @@ class _WorkerResult:
     model: Any = None
 
 
+#: The lines of a tree that every machine must agree on: its structure and its outputs.
+#: The others (split_gain, leaf/internal weights and counts, internal values) are what a
+#: machine computes from its own rows under tree_learner="voting", which syncs only the
+#: chosen splits' histograms: they differ between machines in stock LightGBM too.
+_AGREED_TREE_KEYS = ("num_leaves", "num_cat", "split_feature", "threshold", "decision_type", "left_child",
+                     "right_child", "leaf_value", "cat_boundaries", "cat_threshold", "is_linear", "shrinkage")
+
+
 def _model_digest(booster: lgb.Booster) -> str:
-    """Digest of a model without its ``parameters:`` section (which names this machine's port)."""
+    """Digest of what every machine's model must share: the header (without the
+    ``parameters:`` section, which names this machine's port) and each tree's structure and
+    outputs (:data:`_AGREED_TREE_KEYS`)."""
     text = booster.model_to_string()
-    return hashlib.sha256(text[: text.find("\nparameters:\n")].encode("utf-8")).hexdigest()
+    text = text[: text.find("\nparameters:\n")]
+    kept = [line for line in text.split("\n")
+            if "=" not in line or line.startswith("Tree=") or line.split("=", 1)[0] in _AGREED_KEYS]
+    return hashlib.sha256("\n".join(kept).encode("utf-8")).hexdigest()
+
+
+# (tree_sizes, the trees' text lengths, follows the machine-local numbers: left out)
+_AGREED_KEYS = frozenset(_AGREED_TREE_KEYS) | {"version", "num_class", "num_tree_per_iteration", "label_index",
+                                              "max_feature_idx", "objective", "feature_names", "feature_infos"}
 
 
 def _train_on_worker(*, model_factory: type, params: dict[str, Any], parts: list[dict[str, Any]],
@@ -455,8 +506,21 @@ def _watch(client: Client, futures: dict[str, Any], time_out_s: float, topic: st
 
 def _gone(client: Client, futures: dict[str, Any]) -> list[str]:
     """The workers of this fit that are no longer in the cluster."""
-    alive = set(client.scheduler_info(n_workers=-1)["workers"])
+    _check_client(client, futures)
+    info = client.scheduler_info(n_workers=-1)
+    if "workers" not in info:  # the client lost its scheduler between the check and the call
+        _check_client(client, futures, closing=True)
+    alive = set(info["workers"])
     return [w for w in futures if w not in alive]
+
+
+def _check_client(client: Client, futures: dict[str, Any], closing: bool = False) -> None:
+    """Raise DaskTrainingError if the client was closed (or lost its scheduler) during fit."""
+    if closing or client.status not in ("running", "connecting"):
+        _cancel(client, futures)
+        raise DaskTrainingError(
+            f"the Dask client was closed (status {client.status!r}) while the fit was running; the training "
+            "tasks were cancelled. Keep the client open until fit returns")
 
 
 def _worker_by_rank(futures: dict[str, Any], rank: int) -> str:
@@ -698,7 +762,19 @@ class _DaskSmartModel:
         for key in ("eval_metric", "eval_at"):
             if kwargs.get(key) is None:
                 kwargs.pop(key, None)
-        outcome = _fit_distributed(self._dask_client(), self._local_class, params, X, y, **known, fit_kwargs=kwargs)
+        client = self._dask_client()
+        try:
+            outcome = _fit_distributed(client, self._local_class, params, X, y, **known, fit_kwargs=kwargs)
+        except DaskTrainingError:
+            raise
+        except Exception as exc:
+            if client.status in ("running", "connecting"):
+                raise
+            # closed at any step of the fit (survey, port search, training): whatever the
+            # step's own error (a cancelled future, a KeyError from an empty scheduler reply)
+            raise DaskTrainingError(
+                f"the Dask client was closed (status {client.status!r}) while the fit was running "
+                f"({type(exc).__name__} in the meantime); keep the client open until fit returns") from exc
         # Only now, after success, does the estimator change.
         own = set(self.get_params())
         for key, value in outcome.model.__dict__.items():

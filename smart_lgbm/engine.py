@@ -26,7 +26,7 @@ from .boosting import BoostingRun, ScoredSet
 from .distributed import current_worker
 from .engine_data import prepare_train, prepare_valid
 from .metrics import Evaluator
-from .params import dataset_params, make_config
+from .params import dataset_params, make_config, refuse_for_sampler, training_data_params
 from .samplers import Sampler, make_sampler
 
 __all__ = ["train"]
@@ -106,6 +106,14 @@ def train(
             "machines / num_machines > 1: smart_lgbm.train does not join LightGBM's network itself; train on "
             "several machines with smart_lgbm.dask (or inside smart_lgbm.distributed.on_network)")
     sampler = make_sampler(sampler)
+    refuse_for_sampler(cfg.params, sampler)
+    if isinstance(train_set, lgb.Dataset) and _lightgbm.has_positions(train_set):
+        # LightGBM >= 4.1 learns a bias per position (rank_objective.hpp's
+        # UpdatePositionBiasFactors) and fits the gradients of the debiased scores; the
+        # engine's lambdarank does not, so it would silently train the plain model.
+        raise ValueError(
+            "train_set has position= (position-debiased lambdarank) which smart_lgbm.train does not implement; "
+            "train it with stock lightgbm.train, or build the Dataset without position")
     ds_params = dataset_params(params)
     train_data = prepare_train(train_set, cfg.loss, ds_params)
 
@@ -124,6 +132,10 @@ def train(
             eval_sets.append((train_name, None))
             continue
         valids.append(prepare_valid(valid, name or f"valid_{i}", train_data, cfg.loss, ds_params))
+        if valids[-1].num_rows == 0:
+            # LightGBM refuses an empty Dataset (dataset.cpp: num_data > 0); every metric
+            # of it would be NaN or fail, and early stopping would act on that
+            raise ValueError(f"validation set {valids[-1].name!r} has no rows; give each of valid_sets at least one row")
         eval_sets.append((valids[-1].name, len(valids) - 1))
     evaluator = cfg.evaluator
     evaluator.check(train_data.target)  # as LightGBM, which checks every metric on the training data
@@ -133,14 +145,15 @@ def train(
         run = BoostingRun(cfg, sampler, train_data, valids, stream=None if worker is None else worker.rank,
                           initial_score=None if worker is None else worker.initial_score)
         try:
-            return _train_loop(run, cfg, evaluator, eval_sets, train_set, train_name, metric_names, feval, callbacks)
+            return _train_loop(run, cfg, evaluator, eval_sets, train_set, train_name, metric_names, feval, callbacks,
+                               ds_params)
         finally:
             run.fitter.free()  # the C Booster's memory, also on early stopping and Ctrl-C
 
 
 def _train_loop(run: BoostingRun, cfg: Any, evaluator: Evaluator, eval_sets: list[tuple[str, int | None]],
                 train_set: lgb.Dataset, train_name: str, metric_names: list[str], feval: Any,
-                callbacks: list[Callable] | None) -> lgb.Booster:
+                callbacks: list[Callable] | None, ds_params: dict[str, Any]) -> lgb.Booster:
     """``lightgbm.train``'s loop around :meth:`BoostingRun.step`; returns the stock model."""
 
     def scored(position: int | None) -> ScoredSet:
@@ -151,10 +164,19 @@ def _train_loop(run: BoostingRun, cfg: Any, evaluator: Evaluator, eval_sets: lis
         raw = run.view(data.scores)
         scores = [_lightgbm.evaluation_result(name, m, v, h) for m, v, h in evaluator.evaluate(raw, data.data.target)]
         if fevals is not None:
-            source = train_set if position is None else data.data.source
             scores += [_lightgbm.evaluation_result(name, m, v, h)
-                       for m, v, h in _feval_results(fevals, cfg.loss.transform(raw), source)]
+                       for m, v, h in _feval_results(fevals, cfg.loss.transform(raw), feval_dataset(position))]
         return scores
+
+    feval_datasets: dict[int | None, lgb.Dataset] = {}
+
+    def feval_dataset(position: int | None) -> lgb.Dataset:
+        """What lightgbm.train hands feval: a constructed Dataset (built once, only if asked)."""
+        if position not in feval_datasets:
+            source = train_set if position is None else run.valids[position].data.source
+            reference = None if position is None else feval_dataset(None)
+            feval_datasets[position] = _lightgbm.constructed_like(source, ds_params, reference)
+        return feval_datasets[position]
 
     def evaluate_for_model(which: Any, fevals: Any) -> list:
         """``env.model.eval_train / eval_valid / eval`` on the engine's current scores."""
@@ -209,7 +231,8 @@ def _train_loop(run: BoostingRun, cfg: Any, evaluator: Evaluator, eval_sets: lis
             best_iteration = exc.best_iteration + 1
             results = exc.best_score
             break
-    parameters = _lightgbm.set_parameter_line(run.fitter.parameters_section(cfg.model_params()), "verbosity",
+    data_params = training_data_params(train_set, run.train.data.reference)
+    parameters = _lightgbm.set_parameter_line(run.fitter.parameters_section(cfg.model_params(data_params)), "verbosity",
                                               str(cfg.verbosity))
     model_text = run.model_string(trees_after[best_iteration - 1] if best_iteration else None, parameters,
                                   metric_names)

@@ -36,7 +36,7 @@ from lightgbm.callback import CallbackEnv
 
 from . import _lightgbm
 from . import objective_metrics as om
-from .boosting import stream_rng
+from .boosting import check_sample, stream_rng
 from .distributed import network_rank
 from .losses.base import Loss, Target
 from .params import canonicalize, resolve_loss
@@ -381,6 +381,7 @@ class SmartObjective:
         state = SamplingState(iteration, grad, hess, raw, self.loss, target, run.history)
         stream = self.stream if self.stream is not None else run.network_stream
         sample = self.sampler.sample(state, stream_rng(self.seed, iteration, stream))
+        check_sample(sample, target.num_rows, self.loss.num_model_per_iteration, self.sampler)  # as the engine
         run.history.push_gradient(grad)
         self.last_sample = sample
         self.record["num_sampled"].append(sample.size)

@@ -16,6 +16,8 @@ import numpy as np
 
 from . import _lightgbm
 from ._param_values import flag as _flag
+from ._param_values import integer as _integer
+from ._param_values import number_list as _number_list
 from ._param_values import number as _number
 from .losses.base import Loss
 from .losses.binary import BinaryLogloss
@@ -39,6 +41,16 @@ ENGINE_ONLY = {
     "data_random_seed", "verbosity", "metric_freq", "is_provide_training_metric", "output_model",
     "input_model", "snapshot_freq", "multi_error_top_k", "auc_mu_weights",
 }
+
+
+#: Seeds a user may set apart from ``seed`` (LightGBM's explicit seeds override those it
+#: derives from ``seed``).  The tree learner's two, ``feature_fraction_seed`` and
+#: ``extra_seed``, are re-derived per iteration from the user's value (see
+#: :meth:`EngineConfig.booster_params`); the others seed what the engine refuses (bagging,
+#: dart, rank_xendcg) or the binning, which gets them with the Dataset parameters.
+USER_SEEDS = ("feature_fraction_seed", "extra_seed", "bagging_seed", "drop_seed", "objective_seed",
+              "data_random_seed")
+_TREE_SEEDS = ("feature_fraction_seed", "extra_seed")
 
 
 #: Engine parameters that define the loss or the metrics: a run cannot change them midway.
@@ -80,6 +92,12 @@ def refuse_unsupported(params: dict[str, Any]) -> None:
     run's parameters updated with the new ones, since a refusal can depend on two of them
     (``bagging_fraction`` refuses only with ``bagging_freq > 0``).
     """
+    for key, value in params.items():
+        # LightGBM checks the ranges of some parameters, not their finiteness (learning_rate=inf,
+        # max_delta_step=nan train to NaN or constant models); no parameter means anything at nan/inf
+        values = value if isinstance(value, (list, tuple, np.ndarray)) else [value]
+        if any(isinstance(v, (float, np.floating)) and not np.isfinite(v) for v in np.ravel(np.asarray(values, dtype=object))):
+            raise ValueError(f"parameter {key}={value!r} must be finite")
     boosting = str(params.get("boosting", "gbdt")).lower()
     if boosting not in ("gbdt", "gbrt"):
         raise ValueError(
@@ -110,6 +128,18 @@ def refuse_unsupported(params: dict[str, Any]) -> None:
         )
     if str(params.get("device_type", "cpu")).lower() != "cpu":
         raise ValueError(f"device_type={params['device_type']!r} is not supported; the engine runs on 'cpu'")
+
+
+def refuse_for_sampler(params: dict[str, Any], sampler: Any) -> None:
+    """Raise ValueError for parameters that only work when every row is in every iteration."""
+    from .samplers import Full
+
+    lazy = params.get("cegb_penalty_feature_lazy")
+    if lazy is not None and not isinstance(sampler, Full) and any(v != 0 for v in _number_list(lazy, "cegb_penalty_feature_lazy")):
+        raise ValueError(
+            "cegb_penalty_feature_lazy is supported with sampler=Full() only: LightGBM charges it once per "
+            "(row, feature) and remembers the rows by their position in the training data, which a row "
+            "sample changes every iteration; use stock lightgbm.train for it")
 
 
 def resolve_loss(params: dict[str, Any]) -> Loss:
@@ -188,24 +218,38 @@ class EngineConfig:
         """
         if not self.trees_draw_random_numbers():
             iteration = 0  # the seed changes nothing: keep one string, spare LightGBM a reset
-        state = np.random.SeedSequence([self.seed, iteration, 0x5EED]).generate_state(1)[0]
-        return _lightgbm.params_to_str({**self.tree_params, "seed": int(state % (2**31 - 1))})
+        seeds = {"seed": _derived_seed(self.seed, iteration, 0)}
+        # An explicit feature_fraction_seed / extra_seed overrides what LightGBM derives from
+        # ``seed`` (as in stock): each gets its own per-iteration stream from the user's value.
+        for tag, key in enumerate(_TREE_SEEDS, start=1):
+            if key in self.params:
+                seeds[key] = _derived_seed(self.params[key], iteration, tag)
+        return _lightgbm.params_to_str({**self.tree_params, **seeds})
 
-    def model_params(self) -> str:
+    def model_params(self, data_params: dict[str, Any] | None = None) -> str:
         """Parameter string whose LightGBM configuration the saved model's ``parameters:``
         section shows: the run's parameters as ``lightgbm.train`` would have been given them
         (the user's seed, not the per-iteration ones; ``num_iterations``; the objective's
         parameters), except ``objective`` (still ``custom``) and ``metric``, which the
         tree-fitting Booster cannot change (:func:`smart_lgbm._lightgbm.assemble_model_string`
-        writes them)."""
+        writes them).  ``data_params``: the training Dataset's parameters, which
+        ``lightgbm.train`` adds to the Booster's (:func:`training_data_params`)."""
         params = {k: v for k, v in self.tree_params.items() if k != "metric"}  # verbosity stays -1: quiet
         if "force_col_wise" not in self.params:  # the engine's own choice, not the user's
             params["force_col_wise"] = False
+        # every parameter the engine handles itself, as given (loss, metric, early stopping,
+        # explicit seeds), except those the tree-fitting Booster cannot take
         params.update({k: v for k, v in self.params.items()
-                       if k in LOSS_AND_METRIC_PARAMS and k not in ("objective", "metric")})
+                       if k in ENGINE_ONLY and k not in ("objective", "metric", "verbosity")})
         if "seed" in self.params:
             params["seed"] = self.seed
         params["num_iterations"] = self.num_rounds
+        # lightgbm.train updates the Booster's parameters with the training Dataset's own
+        # (its params and the categorical columns it was constructed with); an explicit
+        # categorical_feature parameter still wins, LightGBM's main name over its alias.
+        for key, value in (data_params or {}).items():
+            if key not in ENGINE_ONLY and not (key == "categorical_feature" and key in self.params):
+                params[key] = value
         return _lightgbm.params_to_str(params)
 
     def trees_draw_random_numbers(self) -> bool:
@@ -217,6 +261,22 @@ class EngineConfig:
         p = self.tree_params
         return (_number(p, "feature_fraction", 1.0) < 1.0 or _number(p, "feature_fraction_bynode", 1.0) < 1.0
                 or any(_flag(p.get(k, False)) for k in ("extra_trees", "use_quantized_grad")))
+
+
+def _derived_seed(seed: int, iteration: int, tag: int) -> int:
+    """A seed for one iteration's tree from a user's seed (``tag`` keeps streams apart)."""
+    state = np.random.SeedSequence([seed % 2**32, iteration, 0x5EED, *([tag] if tag else [])]).generate_state(1)[0]
+    return int(state % (2**31 - 1))
+
+
+def training_data_params(train_set: Any, constructed: Any) -> dict[str, Any]:
+    """The training Dataset's parameters as ``lightgbm.train`` adds them to the model's:
+    the caller's ``Dataset(params=...)`` and the categorical columns it was constructed with."""
+    out = canonicalize(getattr(train_set, "params", None) or {})
+    columns = (getattr(constructed, "params", None) or {}).get("categorical_column")
+    if columns is not None:
+        out["categorical_feature"] = columns
+    return out
 
 
 def check_seed(seed: Any) -> int:
@@ -238,6 +298,9 @@ def make_config(params: dict[str, Any] | None, num_boost_round: int) -> EngineCo
     loss = resolve_loss(p)
     evaluator = Evaluator(p, loss)  # every metric parameter checked before any data is read
     seed = check_seed(p.get("seed", 0))
+    for key in USER_SEEDS:
+        if key in p:
+            p[key] = _integer(p, key, 0)  # LightGBM's seeds are any int, negative too
     es = p.get("early_stopping_round")
     tree_params = {k: v for k, v in p.items() if k not in ENGINE_ONLY}
     tree_params.update(objective="custom", metric="None", verbosity=-1, num_class=loss.num_model_per_iteration)

@@ -15,12 +15,18 @@ from __future__ import annotations
 import logging
 import pickle
 
+import pytest
+
+# the dask extra is optional: without it these tests are skipped, not errors at collection
+_REASON = "the dask extra is not installed (pip install 'smart-lgbm[dask]')"
+pytest.importorskip("dask", reason=_REASON)
+pytest.importorskip("distributed", reason=_REASON)
+
 import dask.array as da
 import dask.dataframe as dd
 import lightgbm as lgb
 import numpy as np
 import pandas as pd
-import pytest
 from distributed import Client, LocalCluster
 from sklearn.metrics import roc_auc_score
 

@@ -12,9 +12,15 @@ import logging
 import socket
 import time
 
+import pytest
+
+# the dask extra is optional: without it these tests are skipped, not errors at collection
+_REASON = "the dask extra is not installed (pip install 'smart-lgbm[dask]')"
+pytest.importorskip("dask", reason=_REASON)
+pytest.importorskip("distributed", reason=_REASON)
+
 import dask.array as da
 import numpy as np
-import pytest
 from distributed import Client, LocalCluster
 
 from smart_lgbm import FirstOrder, Full

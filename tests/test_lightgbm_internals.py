@@ -629,3 +629,40 @@ def test_has_validation_sets_sees_what_train_evaluates(data):
     lgb.train(params, train, 1, valid_sets=[lgb.Dataset(X[:100], y[:100], reference=train)], callbacks=[spy])
     lgb.train(params, train, 1, valid_sets=[train], valid_names=["fit"], callbacks=[spy])
     assert seen == [False, True, True]
+
+
+def test_exact_internal_values_are_the_json_dumps(data):
+    # LGBM_BoosterDumpModel writes internal values at 17 digits; the text at 6
+    X, y = data
+    booster = lgb.train({"objective": "binary", "verbosity": -1, "num_leaves": 7}, lgb.Dataset(X, y), 2)
+    exact = L.exact_internal_values(booster._handle, 2)
+    _, bodies, _ = L.split_model_string(booster.model_to_string())
+    for values, body in zip(exact, bodies):
+        line = next(t for t in body.split("\n") if t.startswith("internal_value="))
+        text = np.array(line.split("=")[1].split(" "), dtype=np.float64)
+        assert values.shape == text.shape
+        np.testing.assert_allclose(values, text, rtol=1e-5)
+        assert [float(f"{v:g}") for v in values] == list(text)
+
+
+def test_constructed_like_reads_fields_back_as_stock_and_leaves_the_dataset(data):
+    X, y = data
+    ds = lgb.Dataset(X, y, weight=np.ones(len(y)), free_raw_data=False)
+    copy = L.constructed_like(ds, {"verbosity": -1})
+    assert ds._handle is None and copy._handle is not None
+    assert copy.get_label().dtype == np.float32 and copy.num_data() == len(y)
+    sub = L.constructed_like(ds.subset(list(range(10))), {"verbosity": -1})
+    assert sub.num_data() == 10
+    built = lgb.Dataset(X, y).construct()
+    assert L.constructed_like(built, {}) is built
+
+
+@pytest.mark.skipif(not hasattr(lgb.Dataset(np.zeros((1, 1))), "position"), reason="LightGBM < 4.1")
+def test_has_positions_reads_python_and_c_sides(data):
+    X, y = data
+    assert not L.has_positions(lgb.Dataset(X, y))
+    pos = np.arange(len(y)) % 5
+    assert L.has_positions(lgb.Dataset(X, y, position=pos))
+    assert L.has_positions(lgb.Dataset(X, y, position=pos).construct())
+    assert L.has_positions(lgb.Dataset(X, y, position=pos, free_raw_data=False).subset([0, 1]))
+    assert not L.has_positions(lgb.Dataset(X, y).construct())

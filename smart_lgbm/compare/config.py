@@ -484,9 +484,14 @@ def _lgb_params(value: Any, where: str) -> dict[str, Any]:
         if main in _RESERVED_PARAMS:
             raise ConfigError(f"{where} key {key!r} cannot be set here: {_RESERVED_PARAMS[main]}")
         scalar = (str, int, float, bool)
-        if not (isinstance(val, scalar) or (isinstance(val, list) and all(isinstance(v, scalar) for v in val))):
-            raise ConfigTypeError(f"{where} key {key!r} must be a string, number, boolean or list, got {_type_name(val)}")
-        if isinstance(val, float) and not math.isfinite(val):
+        # lightgbm.train takes a value, a list of values, or a list of lists of values
+        # (interaction_constraints = [[0, 1], [2, 3]]); anything deeper it cannot write.
+        items = val if isinstance(val, list) else [val]
+        flat = [v for item in items for v in (item if isinstance(item, list) else [item])]
+        if not all(isinstance(v, scalar) for v in flat):
+            raise ConfigTypeError(f"{where} key {key!r} must be a string, number, boolean, list of those or list "
+                                  f"of lists of those (as lightgbm.train takes it), got {val!r}")
+        if any(isinstance(v, float) and not math.isfinite(v) for v in flat):
             raise ConfigError(f"{where} key {key!r} must be finite, got {val!r}")
         out[key] = val
     return out
@@ -578,6 +583,9 @@ def _data(value: Any, where: str, base: Path) -> DataSpec:
 def _target(value: Any, where: str) -> float | str:
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise ConfigTypeError(f"{where} key 'target' must be a number or a method label, got {_type_name(value)} {value!r}")
+    if isinstance(value, (int, float)) and not math.isfinite(value):
+        # nan compares false with every quality: each method would be "not reached"
+        raise ConfigError(f"{where} key 'target' must be a finite number or a method label, got {value!r}")
     return float(value) if isinstance(value, (int, float)) else value
 
 

@@ -47,6 +47,8 @@ def atomic_write(path: str | os.PathLike, write: Callable[[IO[Any]], None], *, b
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
+    if target.is_dir():
+        raise ResultWriteError(f"cannot write {target}: it is a folder")
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
         # mkstemp makes the file private (0600); results are ordinary files, so give the
@@ -56,7 +58,13 @@ def atomic_write(path: str | os.PathLike, write: Callable[[IO[Any]], None], *, b
             write(fh)
             fh.flush()
             os.fsync(fh.fileno())
-        os.replace(tmp, target)
+        if _batches:  # inside written_together: replaced with the others at its end
+            earlier = _batches[-1].pop(target, None)
+            if earlier is not None:
+                _unlink(earlier)
+            _batches[-1][target] = tmp
+        else:
+            os.replace(tmp, target)
     except BaseException:
         # BaseException: a Ctrl-C in the middle must not leave the temporary file behind.
         try:
@@ -65,6 +73,85 @@ def atomic_write(path: str | os.PathLike, write: Callable[[IO[Any]], None], *, b
             pass
         raise
     return target
+
+
+class ResultWriteError(OSError):
+    """A result file could not be written; the earlier set of files is kept."""
+
+
+_batches: list[dict[Path, str]] = []  # target -> staged temporary file, while written_together runs
+
+
+def _unlink(path: str | os.PathLike) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+@contextmanager
+def written_together() -> Iterator[None]:
+    """Every :func:`atomic_write` inside the block is staged and the targets are replaced at
+    its end, all of them or (if one cannot be) none: the files keep describing one run.
+
+    Each new content is written to a temporary file next to its target first (a full disk
+    or an unwritable folder fails there, before any target changes); then each target is
+    moved aside and replaced, and if one replacement fails the ones already done are moved
+    back.  Raises :class:`ResultWriteError` naming the file and saying the earlier set is kept.
+    Nested blocks belong to the outermost one.
+    """
+    if _batches:
+        yield
+        return
+    batch: dict[Path, str] = {}
+    _batches.append(batch)
+    try:
+        yield
+    except BaseException:
+        _batches.pop()
+        for tmp in batch.values():
+            _unlink(tmp)
+        raise
+    _batches.pop()
+    _replace_all(batch)
+
+
+def staged_text(path: str | os.PathLike) -> str | None:
+    """The content staged for ``path`` by the running :func:`written_together`, or None."""
+    tmp = _batches[-1].get(Path(path)) if _batches else None
+    return None if tmp is None else Path(tmp).read_text(encoding="utf-8")
+
+
+def _replace_all(batch: dict[Path, str]) -> None:
+    done: list[tuple[Path, str | None]] = []  # (target, its moved-aside old file or None)
+    try:
+        for target, tmp in batch.items():
+            if target.is_dir():
+                raise IsADirectoryError(21, "it is a folder", str(target))
+            backup = None
+            if target.exists():
+                fd, backup = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".old")
+                os.close(fd)
+                os.replace(target, backup)
+            done.append((target, backup))
+            os.replace(tmp, target)
+    except OSError as exc:
+        for target, backup in reversed(done):
+            try:
+                if backup is not None:
+                    os.replace(backup, target)
+                else:
+                    _unlink(target)
+            except OSError:
+                pass
+        for tmp in batch.values():
+            _unlink(tmp)
+        failed = exc.filename or "a result file"
+        raise ResultWriteError(f"cannot write {failed} ({exc.strerror or exc}); no result file was changed, "
+                               "the earlier ones are kept") from None
+    for _, backup in done:
+        if backup is not None:
+            _unlink(backup)
 
 
 def _umask() -> int:

@@ -25,7 +25,7 @@ from typing import TextIO
 from .checks import WARMUP_ROUNDS, check_data, preflight
 from .config import CompareConfig, ConfigError, Experiment, MethodSpec
 from .data import ExperimentData, load_data
-from .io import interrupts_deferred
+from .io import interrupts_deferred, written_together
 from .methods import RunRecord, method_seeds, run_method
 from .progress import Progress
 from .report import Table
@@ -183,7 +183,9 @@ def _run_methods(exp: Experiment, methods: Sequence[MethodSpec], data: Experimen
         store.add_method(method, finished)
         result.records.extend(finished)
         result.finished_methods.append(method.label)
-        with interrupts_deferred():  # records, table, plots and summary: all or (on a crash) none new
+        # records, table, plots and summary: all new, or (on a crash or a file that cannot be
+        # replaced) all as they were
+        with interrupts_deferred(), written_together():
             result.table = store.write()
             write_summary(out, order)
 

@@ -39,7 +39,7 @@ import lightgbm as lgb
 
 from .._version import __version__
 from .config import ConfigError, Experiment, MethodSpec
-from .io import interrupts_deferred, write_csv, write_json, write_text
+from .io import interrupts_deferred, staged_text, write_csv, write_json, write_text, written_together
 from .methods import RunRecord
 from .plots import plot_curves
 from .report import Table, build_table, mean_curves, method_notes, reach_threshold, to_markdown
@@ -90,6 +90,11 @@ def check_output_folder(out: Path, folders: Sequence[Path] = ()) -> None:
     for path in [out, *folders]:
         if path.exists() and not path.is_dir():
             raise ConfigError(f"output folder {path} is a file, not a folder; choose another --output")
+    # the result files themselves: a folder in the place of one would fail only after training
+    files = [out / SUMMARY, *(f / name for f in folders for name in (RECORDS, "records.csv", TABLE))]
+    for path in files:
+        if path.is_dir():
+            raise ConfigError(f"the result file {path} is a folder; remove it or choose another --output")
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -221,7 +226,7 @@ class ExperimentStore:
         labels, runs = self._ordered()
         exp = self.exp
         table = self.table()
-        with interrupts_deferred():
+        with interrupts_deferred(), written_together():  # all of them replaced, or none
             write_json(self.folder / RECORDS, {
                 "format": FORMAT, "experiment": exp.name, "metric": exp.metric,
                 "higher_is_better": exp.higher_is_better, "rounds": exp.rounds, "data": self.data_description,
@@ -262,15 +267,22 @@ def write_summary(out: Path, order: Sequence[str] = ()) -> Path | None:
     Experiments named in ``order`` come first, in that order, then the others by name.
     Without any table, a stale summary is removed.
     """
-    found = {p.parent.name for p in out.glob(f"*/{RECORDS}") if (p.parent / TABLE).is_file()}
-    names = [n for n in order if n in found] + sorted(found - set(order))
+    def table_of(folder: Path) -> str | None:
+        # inside written_together the new tables are staged, not on disk yet
+        staged = staged_text(folder / TABLE)
+        if staged is not None:
+            return staged
+        return (folder / TABLE).read_text(encoding="utf-8") if (folder / TABLE).is_file() else None
+
+    folders = {p.parent for p in out.glob(f"*/{RECORDS}")} | {p for p in out.iterdir() if staged_text(p / TABLE)}
+    tables = {f.name: text for f in folders if (text := table_of(f)) is not None}
+    names = [n for n in order if n in tables] + sorted(set(tables) - set(order))
     path = out / SUMMARY
     with interrupts_deferred():
         if not names:
             path.unlink(missing_ok=True)
             return None
-        tables = [(out / name / TABLE).read_text(encoding="utf-8") for name in names]
-        return write_text(path, "# smart-lgbm comparison\n\n" + "\n".join(tables))
+        return write_text(path, "# smart-lgbm comparison\n\n" + "\n".join(tables[name] for name in names))
 
 
 _MODEL = "model_{label}_seed{seed}.txt"
@@ -307,7 +319,7 @@ class RunStore:
     def add_seed(self, record: RunRecord, model_text: str) -> None:
         """Save one finished seed's model and records together (Ctrl-C held back meanwhile)."""
         self.runs = [r for r in self.runs if r.seed != record.seed] + [record]
-        with interrupts_deferred():
+        with interrupts_deferred(), written_together():  # model and records replaced together, or neither
             write_text(self.folder / _MODEL.format(label=self.method.label, seed=record.seed), model_text)
             write_json(self.path, {
                 "format": FORMAT, "experiment": self.exp.name, "setup": setup_of(self.exp),

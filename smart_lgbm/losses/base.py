@@ -13,6 +13,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
 
+import numba
 import numpy as np
 
 
@@ -225,6 +226,22 @@ def check_finite(name: str, values: np.ndarray) -> None:
         raise ValueError(f"{name} contains {bad} NaN or infinite value(s); all must be finite")
 
 
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+def check_float32_finite(name: str, values: np.ndarray) -> None:
+    """Raise ``ValueError`` naming ``name`` unless every entry is finite and stays finite as
+    the float32 LightGBM takes gradients in (a finite float64 beyond float32's range would
+    become infinite in the cast and wreck the tree silently)."""
+    check_finite(name, values)
+    if values.dtype.itemsize > 4 and values.size:
+        biggest = float(np.max(np.abs(values)))
+        with np.errstate(over="ignore"):
+            if not np.isfinite(np.float32(biggest)):
+                raise ValueError(f"{name} contains values beyond float32's range (|value| up to {biggest:g} > "
+                                 f"{_FLOAT32_MAX:g}); LightGBM takes them as float32, where they would be infinite")
+
+
 def defining_class(cls: type, name: str) -> type | None:
     """The class in ``cls``'s MRO whose body defines attribute ``name`` (None if none does)."""
     return next((c for c in cls.__mro__ if name in vars(c)), None)
@@ -259,3 +276,35 @@ def loss_buffer_arrays(raw: np.ndarray, target: Target, num_class: int) -> tuple
 
 
 _NO_WEIGHT = np.empty(0, dtype=np.float64)
+
+#: LightGBM's ``kEpsilon`` (include/LightGBM/meta.h): the *float* literal ``1e-15f``, so the
+#: clamps of its initial scores use float32(1e-15) = 1.0000000036274937e-15, not 1e-15.
+K_EPSILON = float(np.float32(1e-15))
+
+
+@numba.njit(cache=True)
+def _row_by_row_sums(values: np.ndarray, weight: np.ndarray) -> tuple[float, float]:  # pragma: no cover - compiled
+    suml = 0.0
+    sumw = 0.0
+    if weight.shape[0] == 0:
+        for i in range(values.shape[0]):
+            suml += values[i]
+        return suml, float(values.shape[0])
+    for i in range(values.shape[0]):
+        suml += values[i] * weight[i]
+        sumw += weight[i]
+    return suml, sumw
+
+
+def weighted_sums(values: np.ndarray, weight: np.ndarray | None) -> tuple[float, float]:
+    """``(sum(values * weight), sum(weight))`` in double, added row by row.
+
+    LightGBM's ``BoostFromScore`` adds the float32 labels (times the float32 weights) into a
+    double one row after another (``deterministic=true`` or one thread); numpy's pairwise
+    or BLAS sums round differently in the last bits, and those bits are the initial score
+    folded into the first tree.  Without weights the second sum is the row count.
+    """
+    values = np.ascontiguousarray(values, dtype=np.float64)
+    weight = _NO_WEIGHT if weight is None else np.ascontiguousarray(weight, dtype=np.float64)
+    suml, sumw = _row_by_row_sums(values, weight)
+    return float(suml), float(sumw)

@@ -7,10 +7,7 @@ from typing import Any
 import numpy as np
 from scipy.special import expit
 
-from .base import Loss, Target, apply_weight, loss_buffer_arrays
-
-# LightGBM clamps the average label away from 0 and 1 before taking the log-odds.
-_K_EPSILON = 1e-15
+from .base import K_EPSILON, Loss, Target, apply_weight, loss_buffer_arrays, weighted_sums
 
 
 class BinaryLogloss(Loss):
@@ -58,8 +55,10 @@ class BinaryLogloss(Loss):
         w = target.weight
         if w is not None and not w.sum() > 0:
             return np.zeros(1)  # all-zero weights: nothing to average
-        pavg = target.label.mean() if w is None else np.dot(target.label, w) / w.sum()
-        pavg = min(max(pavg, _K_EPSILON), 1.0 - _K_EPSILON)
+        # LightGBM's BinaryLogloss::BoostFromScore: the positive rows' weight over all the
+        # weight, summed row by row, clamped to [kEpsilon, 1 - kEpsilon] (float32 epsilon).
+        suml, sumw = weighted_sums((target.label > 0).astype(np.float64), w)
+        pavg = min(max(suml / sumw, K_EPSILON), 1.0 - K_EPSILON)
         return np.array([np.log(pavg / (1.0 - pavg)) / self.sigmoid])
 
     def _signed_sigmoid(self, target: Target) -> tuple[np.ndarray, np.ndarray]:

@@ -7,9 +7,7 @@ from typing import Any
 import numpy as np
 from scipy.special import softmax
 
-from .base import Loss, Target, apply_weight, loss_buffer_arrays
-
-_K_EPSILON = 1e-15
+from .base import K_EPSILON, Loss, Target, apply_weight, loss_buffer_arrays, weighted_sums
 
 
 class MulticlassSoftmax(Loss):
@@ -54,11 +52,14 @@ class MulticlassSoftmax(Loss):
     def init_score(self, target: Target) -> np.ndarray:
         if not self.boost_from_average:
             return np.zeros(self.num_class)
-        w = np.ones(target.num_rows) if target.weight is None else target.weight
-        if not w.sum() > 0:
+        w = target.weight
+        sumw = float(target.num_rows) if w is None else weighted_sums(w, None)[0]
+        if not sumw > 0:
             return np.zeros(self.num_class)  # all-zero weights: nothing to average
+        # MulticlassSoftmax::Init/BoostFromScore: each class's weight added row by row
+        # (bincount adds in row order), over the total weight; log(max(kEpsilon, p)).
         counts = np.bincount(target.label.astype(np.int64), weights=w, minlength=self.num_class)
-        return np.log(np.maximum(_K_EPSILON, counts / w.sum()))
+        return np.log(np.maximum(K_EPSILON, counts / sumw))
 
     def _onehot(self, target: Target) -> np.ndarray:
         if "onehot" not in target.cache:

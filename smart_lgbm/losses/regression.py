@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from .base import Loss, Target, loss_buffer_arrays
+from .base import Loss, Target, loss_buffer_arrays, weighted_sums
 
 
 class SquaredError(Loss):
@@ -33,8 +33,9 @@ class SquaredError(Loss):
         w = target.weight
         if w is not None and not w.sum() > 0:
             return np.zeros(1)  # all-zero weights: nothing to average
-        mean = target.label.mean() if w is None else np.dot(target.label, w) / w.sum()
-        return np.array([mean])
+        # RegressionL2loss::BoostFromScore: sum(label * weight) / sum(weight), row by row
+        suml, sumw = weighted_sums(target.label, w)
+        return np.array([suml / sumw])
 
     def gradient_hessian(self, raw: np.ndarray, target: Target) -> tuple[np.ndarray, np.ndarray]:
         grad = raw - target.label
