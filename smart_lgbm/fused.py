@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numba
 import numpy as np
 
 from .losses.base import Loss, Target
@@ -31,6 +32,11 @@ from .walk.forest import CODES_BLOCK_ROWS
 
 #: The losses the pass computes (their ``_fused_loss()`` names).
 LOSSES = {"binary": 0, "l2": 1, "softmax": 2}
+#: Below this many blocks of rows per thread, the pass walks tiles of :data:`TILE_ROWS`
+#: rows in parallel and gathers the blocks' statistics after (small data on many threads:
+#: one task per 16,384-row block would leave threads idle); the same values either way.
+MIN_BLOCKS_PER_THREAD = 4
+TILE_ROWS = 2048
 
 _NO_ROWS = np.empty(0, dtype=np.int32)
 
@@ -79,8 +85,9 @@ class FusedPass:
         bpos, bbad, bexp = np.zeros(nb, np.int64), np.zeros(nb, np.int64), np.zeros(nb, np.int64)
         norms = np.zeros((nb, 2))
         g2, h2 = grad.reshape(self.n, self.k), hess.reshape(self.n, self.k)
+        tile = TILE_ROWS if nb < MIN_BLOCKS_PER_THREAD * numba.get_num_threads() else 0
         _kernels().walk_gradients(
-            codes.codes, CODES_BLOCK_ROWS, forest.info, forest.child, forest.node_value, forest.roots,
+            codes.codes, CODES_BLOCK_ROWS, tile, forest.info, forest.child, forest.node_value, forest.roots,
             forest.depths, rows, outputs, scores, self.loss, self.sign, self.label, self.cls, self.weight,
             self.param, g2, h2, self.stats, self.kind, bmax, bpos, bbad, bsum, norms)
         if self.stats == compiled.STATS_SCAN:
