@@ -3,9 +3,9 @@
 Unfused, an iteration reads every training row three times: the loss's gradients at the
 scores, the sampler's rate solve over the importances, and, after the tree, the walk
 adding its outputs to the scores.  For the built-in losses and samplers the engine
-instead ends iteration ``t`` with one compiled sweep (:mod:`smart_lgbm._fused_kernels`)
-that walks the new tree(s), adds their outputs to the scores, computes ``g, h`` of every
-row at the new scores and the statistics the next rate solve reads; iteration ``t + 1``
+instead ends iteration ``t`` with the walk of the new tree(s) over the codes followed by
+one compiled sweep (:mod:`smart_lgbm._fused_kernels`) that computes ``g, h`` of every row
+at the new scores and the statistics the next rate solve reads; iteration ``t + 1``
 then starts with them ready: the sampler solves ``rho`` from the statistics and one light
 pass draws and gathers (:func:`smart_lgbm.samplers.compiled.draw_sample`).
 
@@ -21,25 +21,16 @@ from __future__ import annotations
 
 from typing import Any
 
-import numba
 import numpy as np
 
 from .losses.base import Loss, Target
 from .samplers import Sampler
 from .samplers import compiled
 from .walk.codes import BinCodes, CodedForest
-from .walk.forest import CODES_BLOCK_ROWS
+from .walk.forest import add_coded_outputs
 
 #: The losses the pass computes (their ``_fused_loss()`` names).
 LOSSES = {"binary": 0, "l2": 1, "softmax": 2}
-#: Below this many blocks of rows per thread, the pass walks tiles of :data:`TILE_ROWS`
-#: rows in parallel and gathers the blocks' statistics after (small data on many threads:
-#: one task per 16,384-row block would leave threads idle); the same values either way.
-MIN_BLOCKS_PER_THREAD = 4
-TILE_ROWS = 2048
-
-_NO_ROWS = np.empty(0, dtype=np.int32)
-
 
 def _kernels() -> Any:
     from . import _fused_kernels  # numba loads on first use
@@ -79,17 +70,19 @@ class FusedPass:
 
         Fresh statistics arrays each call: a state handed to a sampler keeps its own.
         """
-        rows, outputs = (_NO_ROWS, np.empty((0, self.k))) if known is None else known
         nb = self._nb
         bmax, bsum = np.zeros(nb), np.zeros(nb)
         bpos, bbad, bexp = np.zeros(nb, np.int64), np.zeros(nb, np.int64), np.zeros(nb, np.int64)
         norms = np.zeros((nb, 2))
-        g2, h2 = grad.reshape(self.n, self.k), hess.reshape(self.n, self.k)
-        tile = TILE_ROWS if nb < MIN_BLOCKS_PER_THREAD * numba.get_num_threads() else 0
-        _kernels().walk_gradients(
-            codes.codes, CODES_BLOCK_ROWS, tile, forest.info, forest.child, forest.node_value, forest.roots,
-            forest.depths, rows, outputs, scores, self.loss, self.sign, self.label, self.cls, self.weight,
-            self.param, g2, h2, self.stats, self.kind, bmax, bpos, bbad, bsum, norms)
+        add_coded_outputs(codes, forest, scores, None, known)
+        if self.k == 1:
+            _kernels().one_column(self.n, scores.reshape(self.n), self.loss, self.sign, self.label, self.weight,
+                                  self.param, grad.reshape(self.n), hess.reshape(self.n), self.stats, self.kind,
+                                  bmax, bpos, bbad, bsum, norms)
+        else:
+            _kernels().gradients_statistics(self.n, scores, self.loss, self.sign, self.label, self.cls, self.weight,
+                                            self.param, grad, hess, self.stats, self.kind, bmax, bpos, bbad, bsum,
+                                            norms)
         if self.stats == compiled.STATS_SCAN:
             return compiled.Statistics(self.kind, (bmax, bpos, bbad, bexp, bsum), None)
         if self.stats == compiled.STATS_NORMS:

@@ -166,14 +166,3 @@ def test_fused_statistics_are_the_scan_passes_values():
         for want_sum in (True, False):
             assert compiled._scan(imp, "x", want_sum, stats) == compiled._scan(imp, "x", want_sum)
 
-
-@pytest.mark.parametrize("name", ["first-high-rate", "mvs"])
-def test_one_sweep_and_tiles_give_the_same_model(name, monkeypatch):
-    """Small data on many threads walk tiles, then gather the statistics: the same model."""
-    X, y, w = _data("binary")
-    params = {**BASE, "objective": "binary"}
-    models = set()
-    for per_thread in (0, 10 ** 6):  # always one sweep per block; always tiles
-        monkeypatch.setattr(fused, "MIN_BLOCKS_PER_THREAD", per_thread)
-        models.add(_train(params, X, y, w, SAMPLERS[name]()))
-    assert len(models) == 1
