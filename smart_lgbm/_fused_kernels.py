@@ -1,6 +1,6 @@
 """Numba kernels of the fused pass (:mod:`smart_lgbm.fused`): after the walk, one sweep
 that leaves the next iteration's gradients and rate-solve statistics ready
-(:func:`one_column` for one tree per iteration, :func:`gradients_statistics` for K).
+(:func:`one_column` for binary and L2, :func:`gradients_statistics` for multiclass).
 
 Private module: the kernels trust their inputs (checked by :class:`smart_lgbm.fused.FusedPass`)
 and run without bounds checks.
@@ -45,30 +45,6 @@ _EMPTY = np.empty(0)
 
 
 @njit(cache=True, inline="always")
-def _gradients(lo, hi, out, loss, sign, label, cls, weight, param, grad, hess):
-    """``g, h`` of rows ``lo .. hi - 1`` at their scores ``out`` (the losses' row functions)."""
-    weighted = weight.shape[0] > 0
-    if loss == BINARY:
-        for i in range(lo, hi):
-            g, h = binary_row(1.0 if sign[i] > 0 else -1.0, param, out[i, 0])
-            if weighted:
-                grad[i, 0] = g * weight[i]
-                hess[i, 0] = h * weight[i]
-            else:
-                grad[i, 0] = g
-                hess[i, 0] = h
-    elif loss == L2:
-        g1 = grad[:, 0]
-        h1 = hess[:, 0]
-        for i in range(lo, hi):
-            l2_row(out[i, 0], label[i], weight, weighted, i, g1, h1)
-    elif loss == SOFTMAX:
-        e = np.empty(out.shape[1])
-        for i in range(lo, hi):
-            softmax_row(out, i, cls[i], weight, weighted, param, e, grad, hess)
-
-
-@njit(cache=True, inline="always")
 def _block_statistics(b, n, grad, hess, stats, kind, bmax, bpos, bbad, bsum, norms):
     """Block ``b``'s statistics of the next rate solve, its rows in row order (module notes)."""
     lo = b * BLOCK
@@ -96,19 +72,20 @@ def _block_statistics(b, n, grad, hess, stats, kind, bmax, bpos, bbad, bsum, nor
 
 
 @njit(parallel=True, cache=True)
-def gradients_statistics(n, out, loss, sign, label, cls, weight, param, grad, hess, stats, kind,
-                         bmax, bpos, bbad, bsum, norms):
-    """``g, h`` of every row at the scores ``out`` and each block's statistics (module notes).
+def gradients_statistics(n, out, cls, weight, factor, grad, hess, stats, kind, bmax, bpos, bbad, bsum, norms):
+    """Softmax ``g, h`` of every row at the scores ``out`` and each block's statistics (module notes).
 
-    ``out`` ``(n, K)`` float64 scores; ``grad``/``hess`` ``(n, K)`` float32, written.
-    Loss inputs: ``sign`` int8 +-1 per row (BINARY), ``label`` float64 (L2), ``cls`` int32
-    class (SOFTMAX), ``weight`` float64 or empty, ``param`` the sigmoid (BINARY) or the
-    softmax factor.  Statistics per block: ``bmax``, ``bpos``, ``bbad``, ``bsum`` (SCAN of
+    ``out`` ``(n, K)`` float64 scores; ``grad``/``hess`` ``(n, K)`` float32, written;
+    ``cls`` each row's int32 class, ``weight`` float64 or empty, ``factor`` the softmax
+    hessian factor.  Statistics per block: ``bmax``, ``bpos``, ``bbad``, ``bsum`` (SCAN of
     importance ``kind``), ``norms[b, :]`` (NORMS).
     """
+    weighted = weight.shape[0] > 0
     for b in prange((n + BLOCK - 1) // BLOCK):
         lo = b * BLOCK
-        _gradients(lo, min(n, lo + BLOCK), out, loss, sign, label, cls, weight, param, grad, hess)
+        e = np.empty(out.shape[1])
+        for i in range(lo, min(n, lo + BLOCK)):
+            softmax_row(out, i, cls[i], weight, weighted, factor, e, grad, hess)
         _block_statistics(b, n, grad, hess, stats, kind, bmax, bpos, bbad, bsum, norms)
 
 
@@ -130,7 +107,10 @@ def _one_column_row(loss, i, raw, sign, label, weight, weighted, param, grad, he
 
 @njit(parallel=True, cache=True)
 def one_column(n, raw, loss, sign, label, weight, param, grad, hess, stats, kind, bmax, bpos, bbad, bsum, norms):
-    """:func:`gradients_statistics` for one tree per iteration (binary, L2) on 1-D arrays.
+    """Binary or L2 ``g, h`` of every row at the scores ``raw`` (1-D) and each block's statistics.
+
+    ``sign`` int8 +-1 per row (BINARY), ``label`` float64 (L2), ``weight`` float64 or
+    empty, ``param`` the sigmoid; the statistics as in :func:`gradients_statistics`.
 
     Each block works on views of its own rows
     indexed from 0: indexed from the block's first row, the same loop cost 60% more than

@@ -80,9 +80,8 @@ class FusedPass:
                                   self.param, grad.reshape(self.n), hess.reshape(self.n), self.stats, self.kind,
                                   bmax, bpos, bbad, bsum, norms)
         else:
-            _kernels().gradients_statistics(self.n, scores, self.loss, self.sign, self.label, self.cls, self.weight,
-                                            self.param, grad, hess, self.stats, self.kind, bmax, bpos, bbad, bsum,
-                                            norms)
+            _kernels().gradients_statistics(self.n, scores, self.cls, self.weight, self.param, grad, hess,
+                                            self.stats, self.kind, bmax, bpos, bbad, bsum, norms)
         if self.stats == compiled.STATS_SCAN:
             return compiled.Statistics(self.kind, (bmax, bpos, bbad, bexp, bsum), None)
         if self.stats == compiled.STATS_NORMS:

@@ -371,19 +371,26 @@ def probabilities(kind, n, g, h, buf, lam, c1, c2, rho, out):
 def draw(kind, n, g, h, buf, lam, c1, c2, rho, key, scratch):
     """Bernoulli draw: block ``b``'s drawn rows go, in order, to ``scratch[b * BLOCK:]``.
 
-    Returns the number drawn per block.
+    Returns the number drawn per block.  Each block reads views of its own rows indexed
+    from 0 (indexed from the block's first row the loop ran slower: development run, 1M
+    rows, one thread).
     """
     nb = (n + BLOCK - 1) // BLOCK
     counts = np.zeros(nb, np.int64)
     for b in prange(nb):
         lo = b * BLOCK
+        hi = min(n, lo + BLOCK)
+        gb = g[lo:hi] if g.shape[0] > 0 else g
+        hb = h[lo:hi] if h.shape[0] > 0 else h
+        bb = buf[lo:hi] if kind == BUFFER else buf
+        out = scratch[lo:hi]
         c = 0
-        for i in range(lo, min(n, lo + BLOCK)):
-            # branch-free (drawn or not is random): row i is written at the next slot
+        for j in range(hi - lo):
+            # branch-free (drawn or not is random): row lo + j is written at the next slot
             # either way and kept when drawn
-            p = _prob(_score(kind, g, h, buf, lam, i), c1, c2, rho)
-            drawn = p > 0.0 and (p >= 1.0 or uniform(key, i) < p)
-            scratch[lo + c] = i
+            p = _prob(_score(kind, gb, hb, bb, lam, j), c1, c2, rho)
+            drawn = p > 0.0 and (p >= 1.0 or uniform(key, lo + j) < p)
+            out[c] = lo + j
             c += np.int64(drawn)
         counts[b] = c
     return counts
