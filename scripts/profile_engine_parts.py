@@ -276,6 +276,59 @@ def _binned_read_out(fitter, handle, n, gg, hh, indices, lgb_threads: str) -> fl
     return elapsed
 
 
+def fused_pass_rows(codes, coded, scores: np.ndarray, y: np.ndarray, rate: float, repeats: int) -> list[str]:
+    """The end of an iteration unfused against fused (smart_lgbm.fused), interleaved, as table rows.
+
+    Unfused: coded walk, the loss's gradients of all rows, FirstOrder's rate solve, draw and
+    gather.  Fused: the walk, one sweep for the gradients and the scan's per-block values,
+    then the same solve (from those values), draw and gather.  ``codes``/``coded`` the
+    BinCodes and one iteration's CodedForest, ``scores`` (n,) raw scores (not modified).
+    Self-contained: call it from ``profile`` with the data there to add its rows.
+    """
+    from smart_lgbm import fused
+    from smart_lgbm.samplers import compiled
+
+    n = scores.shape[0]
+    loss, target = BinaryLogloss(), Target(label=np.asarray(y, dtype=np.float64))
+    g, h = np.empty(n, np.float32), np.empty(n, np.float32)
+    sampler = FirstOrder(rate=rate)
+    run = fused.plan(loss, sampler, target, codes, n, 1)
+    steps: dict[str, list[float]] = {}
+
+    def unfused(it: int) -> None:
+        out = scores.reshape(n, 1).copy()
+        t0 = time.perf_counter()
+        add_coded_outputs(codes, coded, out)
+        t1 = time.perf_counter()
+        loss.compute_gradients(out[:, 0], target, g, h)
+        t2 = time.perf_counter()
+        sampler.sample(SamplingState(it, g, h, out[:, 0], loss, target, GradientHistory()), iteration_rng(0, it))
+        t3 = time.perf_counter()
+        for key, ms in (("unfused: coded walk", t1 - t0), ("unfused: gradients of all rows", t2 - t1),
+                        ("unfused: rate solve, draw, gather", t3 - t2), ("unfused: all", t3 - t0)):
+            steps.setdefault(key, []).append(1000 * ms)
+
+    def fused_run(it: int) -> None:
+        out = scores.reshape(n, 1).copy()
+        t0 = time.perf_counter()
+        stats = run.run(codes, coded, out, None, g, h)
+        t1 = time.perf_counter()
+        state = SamplingState(it, g, h, out[:, 0], loss, target, GradientHistory())
+        state.statistics = stats
+        sampler.sample(state, iteration_rng(0, it))
+        t2 = time.perf_counter()
+        for key, ms in (("fused: walk + gradients and statistics sweep", t1 - t0),
+                        ("fused: rate solve (from the statistics), draw, gather", t2 - t1), ("fused: all", t2 - t0)):
+            steps.setdefault(key, []).append(1000 * ms)
+
+    assert run is not None and compiled.STATS_SCAN == run.stats
+    for it in range(repeats + 1):  # interleaved; the first (compiling) pair dropped below
+        unfused(it)
+        fused_run(it)
+    return ["| step | ms (median) |", "|---|---|"] + [
+        f"| {key} | {statistics.median(v[1:]):.2f} |" for key, v in steps.items()]
+
+
 def _sparse_storage(X, y, rate: float, repeats: int, lgb_threads: str) -> list[str]:
     """Subset + reset and the tree with LightGBM's sparse storage vs the engine's dense one."""
     rows = ["", "Sparse data: LightGBM's sparse storage against the engine's dense storage of its own copy:", "",

@@ -3,7 +3,8 @@
 An iteration (:meth:`BoostingRun.step`):
 
 1. the loss computes float32 ``g, h`` for every training row at the tracked raw scores
-   (compiled kernels for the built-in losses: :meth:`smart_lgbm.losses.Loss.compute_gradients`);
+   (compiled kernels for the built-in losses: :meth:`smart_lgbm.losses.Loss.compute_gradients`),
+   unless the previous iteration's fused pass left them ready (below);
 2. the sampler picks the rows ``S`` and their fitting gradients (importance-reweighted;
    compiled O(n) rate solve and draw for the built-in samplers);
 3. LightGBM copies just those binned rows into a subset Dataset (bin mappers shared, so the
@@ -16,6 +17,12 @@ An iteration (:meth:`BoostingRun.step`):
    drawn (LightGBM's tree learner already added them from its partition of the rows, no
    walk needed), and any set whose raw features are not in memory (LightGBM's binned
    predictor: slower, said once per run).
+
+The fused path (:mod:`smart_lgbm.fused`): for a built-in loss and sampler on coded
+training rows, step 4's walk of the training rows is one compiled sweep that also computes
+the next iteration's ``g, h`` at the new scores and the statistics its rate solve reads, so
+step 1 of the next iteration has nothing left to do and step 2 draws at once.  The same
+bits either way.
 """
 
 from __future__ import annotations
@@ -27,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _lightgbm
+from . import _lightgbm, fused
 from .engine_data import EngineSet
 from .losses.base import Loss, Target, check_float32_finite
 from .params import ENGINE_ONLY, LOSS_AND_METRIC_PARAMS, EngineConfig, canonicalize, check_seed, refuse_unsupported
@@ -177,6 +184,11 @@ class BoostingRun:
         shape = (train.num_rows,) if self.k == 1 else (train.num_rows, self.k)
         self._grad = np.empty(shape, dtype=np.float32)
         self._hess = np.empty(shape, dtype=np.float32)
+        # the fused pass (None: unfused path), and whether it left the next iteration's g, h
+        # in the buffers above (with the sampler's statistics)
+        self.fused = fused.plan(self.loss, sampler, train.target, self.train.walk, train.num_rows, self.k)
+        self._ready = False
+        self._statistics = None
         # boost_from_average: folded into the first trees (LightGBM skips it given init
         # scores); None once it is in the model
         if train.init_score is not None:
@@ -234,8 +246,13 @@ class BoostingRun:
         n = train.num_rows
         raw = self.view(self.raw + self.bias if self.bias is not None else self.raw)
         grad, hess = self._grad, self._hess
-        self.loss.compute_gradients(raw, train.target, grad, hess)
+        if self._ready:  # the last iteration's fused pass computed them at these scores
+            self._ready = False
+        else:
+            self.loss.compute_gradients(raw, train.target, grad, hess)
+            self._statistics = None
         state = SamplingState(iteration, grad, hess, raw, self.loss, train.target, self.history)
+        state.statistics = self._statistics
         sample = self.sampler.sample(state, stream_rng(self.cfg.seed, iteration, self.stream))
         check_sample(sample, n, self.k, self.sampler)
         self.history.push_gradient(grad)
@@ -298,6 +315,11 @@ class BoostingRun:
                     leaves = self._leaf_buffer() if scored is self.train and self.sampler.needs_leaves else None
                     if isinstance(scored.walk, BinCodes):
                         coded = coded or self.book.coded_forest(forest)
+                        if scored is self.train and self.fused is not None:
+                            # the walk, the next iteration's g, h and its sampler's statistics
+                            self._statistics = self.fused.run(scored.walk, coded, scored.scores, known, grad, hess)
+                            self._ready = True
+                            continue
                         add_coded_outputs(scored.walk, coded, scored.scores, leaves,
                                           known if scored is self.train else None)
                     else:

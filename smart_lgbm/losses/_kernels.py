@@ -23,6 +23,16 @@ _ROW_BLOCK = 4096
 _LOG2 = math.log(2.0)
 
 
+@njit(cache=True, inline="always")
+def binary_row(sign, sigmoid, raw):
+    """One row's unweighted ``(g, h)`` in double (``sign`` = +-1.0 for label 1/0): the
+    expressions of ``BinaryLogloss::GetGradients``, shared with the fused pass
+    (:mod:`smart_lgbm._fused_kernels`) so that both give the same bits."""
+    response = (-sign * sigmoid) / (1.0 + math.exp(sign * sigmoid * raw))
+    abs_response = abs(response)
+    return response, abs_response * (sigmoid - abs_response)
+
+
 @njit(parallel=True, cache=True)
 def binary_gradients(raw, label, weight, sigmoid, grad, hess):
     """LightGBM's ``BinaryLogloss::GetGradients`` (``is_unbalance`` and ``scale_pos_weight`` off).
@@ -32,10 +42,7 @@ def binary_gradients(raw, label, weight, sigmoid, grad, hess):
     n = raw.shape[0]
     weighted = weight.shape[0] > 0
     for i in prange(n):
-        sign = 1.0 if label[i] > 0.0 else -1.0
-        response = (-sign * sigmoid) / (1.0 + math.exp(sign * sigmoid * raw[i]))
-        abs_response = abs(response)
-        h = abs_response * (sigmoid - abs_response)
+        response, h = binary_row(1.0 if label[i] > 0.0 else -1.0, sigmoid, raw[i])
         if weighted:
             grad[i] = response * weight[i]
             hess[i] = h * weight[i]
@@ -65,23 +72,30 @@ def binary_loss(raw, label, weight, sigmoid, out):
         out[i] = value * weight[i] if weighted else value
 
 
-@njit(parallel=True, cache=True)
-def l2_gradients(raw, label, weight, grad, hess):
-    """LightGBM's ``RegressionL2loss::GetGradients``.
+@njit(cache=True, inline="always")
+def l2_row(raw, label, weight, weighted, i, grad, hess):
+    """Row ``i`` of ``RegressionL2loss::GetGradients`` into ``grad[i]``, ``hess[i]`` (shared
+    with the fused pass).
 
     With weights LightGBM rounds the residual to float32 *before* multiplying by the
     float32 weight in float arithmetic; numba keeps float32 * float32 in float32.
     """
+    if weighted:
+        w = np.float32(weight[i])
+        grad[i] = np.float32(raw - label) * w
+        hess[i] = w
+    else:
+        grad[i] = raw - label
+        hess[i] = 1.0
+
+
+@njit(parallel=True, cache=True)
+def l2_gradients(raw, label, weight, grad, hess):
+    """LightGBM's ``RegressionL2loss::GetGradients`` (see :func:`l2_row`)."""
     n = raw.shape[0]
     weighted = weight.shape[0] > 0
     for i in prange(n):
-        if weighted:
-            w = np.float32(weight[i])
-            grad[i] = np.float32(raw[i] - label[i]) * w
-            hess[i] = w
-        else:
-            grad[i] = raw[i] - label[i]
-            hess[i] = 1.0
+        l2_row(raw[i], label[i], weight, weighted, i, grad, hess)
 
 
 @njit(parallel=True, cache=True)
@@ -103,34 +117,42 @@ def _row_max(raw, i):
     return wmax
 
 
-@njit(parallel=True, cache=True)
-def softmax_gradients(raw, label, weight, factor, grad, hess):
-    """LightGBM's ``MulticlassSoftmax::GetGradients`` on row-major ``(n, K)`` arrays.
+@njit(cache=True, inline="always")
+def softmax_row(raw, i, y, weight, weighted, factor, e, grad, hess):
+    """Row ``i`` of ``MulticlassSoftmax::GetGradients`` into ``grad[i, :]``, ``hess[i, :]``
+    (``y`` its class, ``e`` a scratch row of K doubles; shared with the fused pass).
 
     ``Common::Softmax``: ``exp(x - max)`` per class, summed class by class, then divided.
     """
+    num_class = raw.shape[1]
+    wmax = _row_max(raw, i)
+    wsum = 0.0
+    for k in range(num_class):
+        e[k] = math.exp(raw[i, k] - wmax)
+        wsum += e[k]
+    for k in range(num_class):
+        p = e[k] / wsum
+        g = p - 1.0 if k == y else p
+        h = factor * p * (1.0 - p)
+        if weighted:
+            grad[i, k] = g * weight[i]
+            hess[i, k] = h * weight[i]
+        else:
+            grad[i, k] = g
+            hess[i, k] = h
+
+
+@njit(parallel=True, cache=True)
+def softmax_gradients(raw, label, weight, factor, grad, hess):
+    """LightGBM's ``MulticlassSoftmax::GetGradients`` on row-major ``(n, K)`` arrays
+    (see :func:`softmax_row`)."""
     n, num_class = raw.shape
     weighted = weight.shape[0] > 0
     n_blocks = (n + _ROW_BLOCK - 1) // _ROW_BLOCK
     for b in prange(n_blocks):
         e = np.empty(num_class)  # one row's exponentials, reused for the block's rows
         for i in range(b * _ROW_BLOCK, min(n, (b + 1) * _ROW_BLOCK)):
-            wmax = _row_max(raw, i)
-            wsum = 0.0
-            for k in range(num_class):
-                e[k] = math.exp(raw[i, k] - wmax)
-                wsum += e[k]
-            y = int(label[i])
-            for k in range(num_class):
-                p = e[k] / wsum
-                g = p - 1.0 if k == y else p
-                h = factor * p * (1.0 - p)
-                if weighted:
-                    grad[i, k] = g * weight[i]
-                    hess[i, k] = h * weight[i]
-                else:
-                    grad[i, k] = g
-                    hess[i, k] = h
+            softmax_row(raw, i, int(label[i]), weight, weighted, factor, e, grad, hess)
 
 
 @njit(parallel=True, cache=True)

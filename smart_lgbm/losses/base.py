@@ -181,6 +181,22 @@ class Loss(ABC):
         """Map raw scores to what ``Booster.predict`` returns for the stock objective."""
         return raw
 
+    def _fused_loss(self) -> tuple[str, float] | None:
+        """``(name, parameter)`` of the row function the engine's fused pass
+        (:mod:`smart_lgbm.fused`) computes this loss's gradients with, or None: the engine
+        calls :meth:`compute_gradients` (the unfused path).  Declared by the built-in
+        losses; a user loss keeps None."""
+        return None
+
+    def _fused_as(self, owner: type, name: str, param: float) -> tuple[str, float] | None:
+        """``(name, param)`` when the gradients are ``owner``'s compiled kernel's, else None
+        (a subclass that changes them takes the unfused path)."""
+        cls = type(self)
+        if (defining_class(cls, "gradient_hessian") is not owner or defining_class(cls, "_gradient_kernel") is not owner
+                or defining_class(cls, "compute_gradients") is not Loss):
+            return None
+        return name, param
+
     def _compiled(self, method: str, kernel: str) -> Any:
         """The bound compiled ``kernel`` that stands for ``method``, or None.
 

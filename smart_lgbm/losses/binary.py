@@ -97,3 +97,6 @@ class BinaryLogloss(Loss):
 
     def transform(self, raw: np.ndarray) -> np.ndarray:
         return expit(self.sigmoid * raw)
+
+    def _fused_loss(self) -> tuple[str, float] | None:
+        return self._fused_as(BinaryLogloss, "binary", self.sigmoid)

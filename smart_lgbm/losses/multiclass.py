@@ -98,3 +98,6 @@ class MulticlassSoftmax(Loss):
 
     def transform(self, raw: np.ndarray) -> np.ndarray:
         return softmax(raw, axis=1)
+
+    def _fused_loss(self) -> tuple[str, float] | None:
+        return self._fused_as(MulticlassSoftmax, "softmax", self._factor)

@@ -60,3 +60,6 @@ class SquaredError(Loss):
 
         raw, label, weight = loss_buffer_arrays(raw, target, 1)
         _kernels.l2_loss(raw, label, weight, out)
+
+    def _fused_loss(self) -> tuple[str, float] | None:
+        return self._fused_as(SquaredError, "l2", 0.0)

@@ -30,10 +30,7 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from .compiled import BUFFER, CONST, FIRST, FIT_ANCHOR, FIT_REGULARISED, SECOND
-
-#: Rows per block of the row-wise reductions and of the draw.
-BLOCK = 16384
+from .compiled import BLOCK, BUFFER, CONST, FIRST, FIT_ANCHOR, FIT_REGULARISED, SECOND
 #: Rows per block of the histogram kernels (their per-block tables are larger).
 HIST_BLOCK = 65536
 
@@ -134,27 +131,74 @@ def pow2_pair(k):
     return math.ldexp(1.0, k), 1.0
 
 
+@njit(cache=True, inline="always")
+def norm_row(g, h, i):
+    """``(|g_i|, |h_i|)``, Euclidean norms over K: the terms of MVS's automatic lambda."""
+    if g.shape[1] == 1:
+        return abs(np.float64(g[i, 0])), abs(np.float64(h[i, 0]))
+    gg, hh = _squares(g, h, i)
+    return math.sqrt(gg), math.sqrt(hh)
+
+
+@njit(cache=True)
+def norm_totals(sums):
+    """``(sum |g|, sum |h|)`` from the per-block sums ``(n_blocks, 2)``, in block order."""
+    total = _columns_in_order(sums)
+    return total[0], total[1]
+
+
 @njit(parallel=True, cache=True)
 def norm_sums(n, g, h):
-    """``(sum_i |g_i|, sum_i |h_i|)`` (Euclidean norms over K), for MVS's automatic lambda."""
+    """``(sum_i |g_i|, sum_i |h_i|)`` (Euclidean norms over K), for MVS's automatic lambda.
+
+    Each ``BLOCK`` of rows is summed in row order (the fused pass,
+    :mod:`smart_lgbm._fused_kernels`, forms the same per-block sums)."""
     nb = (n + BLOCK - 1) // BLOCK
     sums = np.zeros((nb, 2))
-    num_class = g.shape[1]
     for b in prange(nb):
         ga = 0.0
         ha = 0.0
         for i in range(b * BLOCK, min(n, (b + 1) * BLOCK)):
-            if num_class == 1:
-                ga += abs(np.float64(g[i, 0]))
-                ha += abs(np.float64(h[i, 0]))
-            else:
-                gg, hh = _squares(g, h, i)
-                ga += math.sqrt(gg)
-                ha += math.sqrt(hh)
+            a, c = norm_row(g, h, i)
+            ga += a
+            ha += c
         sums[b, 0] = ga
         sums[b, 1] = ha
-    total = _columns_in_order(sums)
-    return total[0], total[1]
+    return norm_totals(sums)
+
+
+@njit(cache=True, inline="always")
+def scan_row(s, mx, pos, bad, acc):
+    """One importance ``s`` into a block's ``(largest, positives, bad, plain sum)``.
+
+    Branch-free; adding 0.0 leaves the sum's bits as they were."""
+    ok = s > 0.0 and not math.isinf(s)
+    return (max(mx, s if ok else 0.0), pos + np.int64(ok), bad + np.int64(not ok and s != 0.0),
+            acc + (s if ok else 0.0))
+
+
+@njit(cache=True)
+def scan_totals(bmax, bpos, bbad, bexp, bsum, want_sum):
+    """:func:`scan`'s answer from its per-block values, combined in block order.
+
+    Shared with the fused pass, which forms the per-block values of plain importances
+    (``bexp`` 0) while it computes the gradients.
+    """
+    nb = bmax.shape[0]
+    smax = 0.0
+    n_pos = 0
+    n_bad = 0
+    for b in range(nb):
+        smax = max(smax, bmax[b])
+        n_pos += bpos[b]
+        n_bad += bbad[b]
+    exponent = math.frexp(smax)[1] if smax > 0.0 else 0
+    total = 0.0
+    if want_sum and n_bad == 0:
+        for b in range(nb):
+            if bmax[b] > 0.0:
+                total += math.ldexp(bsum[b], bexp[b] - exponent)  # bexp is 0 when plain
+    return smax, n_pos, n_bad, exponent, total
 
 
 @njit(parallel=True, cache=True)
@@ -183,13 +227,7 @@ def scan(kind, n, g, h, buf, lam, want_sum, plain):
         bad = 0
         acc = 0.0
         for i in range(lo, hi):
-            # branch-free; adding 0.0 leaves the sum's bits as they were
-            s = _score(kind, g, h, buf, lam, i)
-            ok = s > 0.0 and not math.isinf(s)
-            pos += np.int64(ok)
-            acc += s if ok else 0.0
-            mx = max(mx, s if ok else 0.0)
-            bad += np.int64(not ok and s != 0.0)  # negative, NaN or +inf
+            mx, pos, bad, acc = scan_row(_score(kind, g, h, buf, lam, i), mx, pos, bad, acc)
         bmax[b] = mx
         bpos[b] = pos
         bbad[b] = bad
@@ -205,20 +243,7 @@ def scan(kind, n, g, h, buf, lam, want_sum, plain):
                     acc += (s * c1) * c2
             bexp[b] = e
             bsum[b] = acc
-    smax = 0.0
-    n_pos = 0
-    n_bad = 0
-    for b in range(nb):
-        smax = max(smax, bmax[b])
-        n_pos += bpos[b]
-        n_bad += bbad[b]
-    exponent = math.frexp(smax)[1] if smax > 0.0 else 0
-    total = 0.0
-    if want_sum and n_bad == 0:
-        for b in range(nb):
-            if bmax[b] > 0.0:
-                total += math.ldexp(bsum[b], bexp[b] - exponent)  # bexp is 0 when plain
-    return smax, n_pos, n_bad, exponent, total
+    return scan_totals(bmax, bpos, bbad, bexp, bsum, want_sum)
 
 
 @njit(cache=True, inline="always")
@@ -346,19 +371,26 @@ def probabilities(kind, n, g, h, buf, lam, c1, c2, rho, out):
 def draw(kind, n, g, h, buf, lam, c1, c2, rho, key, scratch):
     """Bernoulli draw: block ``b``'s drawn rows go, in order, to ``scratch[b * BLOCK:]``.
 
-    Returns the number drawn per block.
+    Returns the number drawn per block.  Each block reads views of its own rows indexed
+    from 0 (indexed from the block's first row the loop ran slower: development run, 1M
+    rows, one thread).
     """
     nb = (n + BLOCK - 1) // BLOCK
     counts = np.zeros(nb, np.int64)
     for b in prange(nb):
         lo = b * BLOCK
+        hi = min(n, lo + BLOCK)
+        gb = g[lo:hi] if g.shape[0] > 0 else g
+        hb = h[lo:hi] if h.shape[0] > 0 else h
+        bb = buf[lo:hi] if kind == BUFFER else buf
+        out = scratch[lo:hi]
         c = 0
-        for i in range(lo, min(n, lo + BLOCK)):
-            # branch-free (drawn or not is random): row i is written at the next slot
+        for j in range(hi - lo):
+            # branch-free (drawn or not is random): row lo + j is written at the next slot
             # either way and kept when drawn
-            p = _prob(_score(kind, g, h, buf, lam, i), c1, c2, rho)
-            drawn = p > 0.0 and (p >= 1.0 or uniform(key, i) < p)
-            scratch[lo + c] = i
+            p = _prob(_score(kind, gb, hb, bb, lam, j), c1, c2, rho)
+            drawn = p > 0.0 and (p >= 1.0 or uniform(key, lo + j) < p)
+            out[c] = lo + j
             c += np.int64(drawn)
         counts[b] = c
     return counts

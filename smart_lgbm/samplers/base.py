@@ -108,6 +108,13 @@ class SamplingState:
         Training labels, weights and groups.
     history : GradientHistory
         Gradients of earlier iterations and the leaves of the most recent tree.
+
+    Attributes
+    ----------
+    statistics : smart_lgbm.samplers.compiled.Statistics or None
+        Set by the engine when its fused pass (:mod:`smart_lgbm.fused`) computed ``grad``
+        and ``hess`` together with what the built-in sampler's rate solve reads from them
+        (what it asked for in ``_fused_statistics()``); None otherwise.
     """
 
     def __init__(self, iteration: int, grad: np.ndarray, hess: np.ndarray, raw: np.ndarray, loss: Loss,
@@ -122,6 +129,7 @@ class SamplingState:
         self.target = target
         self.history = history
         self._given = {"grad": grad, "hess": hess}
+        self.statistics: compiled.Statistics | None = None
         self._converted: dict[tuple[str, Any], np.ndarray] = {}
 
     def _as(self, name: str, dtype: Any) -> np.ndarray:
@@ -231,6 +239,13 @@ class Sampler(ABC):
     def sample(self, state: SamplingState, rng: np.random.Generator) -> Sample:
         """Choose this iteration's rows and fitting gradients."""
 
+    def _fused_statistics(self) -> tuple[int, int] | None:
+        """``(stats, kind)``: what the engine's fused pass (:mod:`smart_lgbm.fused`) gathers
+        for this sampler's next draw (``compiled.STATS_*``, and the importance kind of
+        ``STATS_SCAN``), or None: the engine takes the unfused path.  Declared by the
+        built-in samplers; a user sampler keeps None."""
+        return None
+
     def __repr__(self) -> str:
         params = ", ".join(f"{k}={v!r}" for k, v in vars(self).items() if not k.startswith("_") and v is not None)
         return f"{type(self).__name__}({params})"
@@ -333,6 +348,14 @@ class ProbabilitySampler(Sampler):
             return None
         return kind
 
+    def _fused_as(self, kind: int, stats: int) -> tuple[int, int] | None:
+        """``(stats, kind)`` for a built-in sampler whose importance is the compiled ``kind``
+        and whose draw is :meth:`sample` here; None for a subclass that changes either (it
+        takes the unfused path)."""
+        if self._compiled_kind() != kind or defining_class(type(self), "sample") is not ProbabilitySampler:
+            return None
+        return stats, kind
+
     def _importance_of(self, g: np.ndarray, h: np.ndarray, kind: int,
                        state: SamplingState | None = None) -> compiled.Importance:
         """A built-in importance over ``(n, K)`` arrays; subclasses add their parameters
@@ -393,7 +416,8 @@ class ProbabilitySampler(Sampler):
         # only within one run (the iterations follow each other), whatever the sampler did before.
         previous = workspace.value("solved_rho")
         start = previous[1] if previous is not None and previous[0] == state.iteration - 1 else None
-        solution = compiled.solve(imp, self.rate, self.rho, type(self).__name__, start=start)
+        solution = compiled.solve(imp, self.rate, self.rho, type(self).__name__, start=start,
+                                  statistics=state.statistics)
         workspace.keep("solved_rho", None if solution.solved_rho is None else (state.iteration, solution.solved_rho))
         h = state.kernel_arrays()[1]
         indices, grad, hess = compiled.draw_sample(solution, h, self._fit_of_state(state), rng, workspace,

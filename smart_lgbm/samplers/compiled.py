@@ -37,6 +37,12 @@ FIRST, SECOND, MVS, BUFFER, CONST = 0, 1, 2, 3, 4
 LOSS = -1
 #: Fitting gradient of a drawn row: plain, minus the anchor, or SecondOrder's regularised one.
 FIT_PLAIN, FIT_ANCHOR, FIT_REGULARISED = 0, 1, 2
+#: Rows per block of the row-wise reductions and of the draw (the kernels' ``BLOCK``).
+BLOCK = 16384
+#: What the engine's fused pass (:mod:`smart_lgbm.fused`) gathers for a sampler's next
+#: rate solve: nothing, :func:`_kernels.scan`'s per-block values of one importance kind, or
+#: the per-block sums of MVS's automatic lambda.
+STATS_NONE, STATS_SCAN, STATS_NORMS = 0, 1, 2
 
 
 def _kernels():
@@ -125,9 +131,29 @@ def buffer_importance(values: np.ndarray, n: int, owner: str, g: np.ndarray | No
                       np.ascontiguousarray(arr, dtype=np.float64))
 
 
-def mvs_lambda(g: np.ndarray, h: np.ndarray) -> float:
-    """MVS's automatic ``lambda = (sum_i |g_i| / sum_i |h_i|)**2`` (0 when every hessian is 0)."""
-    g_sum, h_sum = _kernels().norm_sums(g.shape[0], g, h)
+@dataclass(frozen=True)
+class Statistics:
+    """What the engine's fused pass computed from this iteration's ``g, h`` for the rate solve.
+
+    ``blocks``: :func:`_kernels.scan`'s per-block ``(bmax, bpos, bbad, bexp, bsum)`` of the
+    importance ``kind`` (FIRST or SECOND over float32 ``g, h``: plain sums); ``norms``: the
+    per-block sums of ``|g|`` and ``|h|`` behind MVS's automatic lambda (``kind`` MVS).
+    """
+
+    kind: int
+    blocks: tuple | None = None
+    norms: np.ndarray | None = None
+
+
+def mvs_lambda(g: np.ndarray, h: np.ndarray, statistics: Statistics | None = None) -> float:
+    """MVS's automatic ``lambda = (sum_i |g_i| / sum_i |h_i|)**2`` (0 when every hessian is 0).
+
+    ``statistics``: the fused pass's per-block sums of these ``g, h``, used instead of a pass.
+    """
+    if statistics is not None and statistics.norms is not None:
+        g_sum, h_sum = _kernels().norm_totals(statistics.norms)
+    else:
+        g_sum, h_sum = _kernels().norm_sums(g.shape[0], g, h)
     return (g_sum / h_sum) ** 2 if h_sum > 0 else 0.0
 
 
@@ -147,7 +173,7 @@ class Solution:
 
 
 def solve(imp: Importance, rate: float | None, rho: float | None, owner: str, max_rounds: int = 64,
-          start: float | None = None) -> Solution:
+          start: float | None = None, statistics: Statistics | None = None) -> Solution:
     """Validate the importances and solve for ``rho`` (or take the fixed one).
 
     Rows of zero importance get ``p = 0``; if every importance is 0 the draw falls back to
@@ -156,13 +182,15 @@ def solve(imp: Importance, rate: float | None, rho: float | None, owner: str, ma
 
     ``start``: a guess of ``rho`` in the importance's units (the previous iteration's
     ``solved_rho``), tried first below ``_HISTOGRAM_ROWS`` rows (see :func:`_rate_rho`).
+    ``statistics``: the fused pass's scan of these importances (used when its kind and
+    dtype match ``imp``; the same values the scan pass would give).
 
     Raises
     ------
     ValueError
         Naming ``owner``, if an importance is NaN, infinite or negative.
     """
-    smax, n_pos, exponent, total = _scan(imp, owner, rho is None)
+    smax, n_pos, exponent, total = _scan(imp, owner, rho is None, statistics)
     if n_pos == 0:  # e.g. a perfectly fitted training set: uniform keeps boosting unbiased
         return Solution(Importance(CONST, imp.n, imp.g, imp.h), 1.0, 1.0, rate if rate is not None else 1.0)
     if rho is not None:
@@ -180,11 +208,15 @@ def _unscaled(rho: float, exponent: int) -> float | None:
     return value if math.isfinite(value) and value > 0.0 else None
 
 
-def _scan(imp: Importance, owner: str, want_sum: bool) -> tuple[float, int, int, float]:
+def _scan(imp: Importance, owner: str, want_sum: bool,
+          statistics: Statistics | None = None) -> tuple[float, int, int, float]:
     """``(smax, n_pos, exponent, total)`` of the importances (``_kernels.scan``); refuses bad ones."""
     # importances computed from float32 g/h (the engine's) are summed in the same pass
     plain = imp.kind in (FIRST, SECOND) and imp.g.dtype == np.float32
-    smax, n_pos, n_bad, exponent, total = _kernels().scan(*imp.args(), want_sum, plain)
+    if plain and statistics is not None and statistics.kind == imp.kind and statistics.blocks is not None:
+        smax, n_pos, n_bad, exponent, total = _kernels().scan_totals(*statistics.blocks, want_sum)
+    else:
+        smax, n_pos, n_bad, exponent, total = _kernels().scan(*imp.args(), want_sum, plain)
     if n_bad:
         raise ValueError(f"{owner}: importance must be finite and non-negative; it has {n_bad} NaN, "
                          "infinite or negative value(s)")

@@ -27,6 +27,9 @@ class FirstOrder(ProbabilitySampler):
     def importance(self, grad: np.ndarray, hess: np.ndarray) -> np.ndarray:
         return row_norm(grad)
 
+    def _fused_statistics(self) -> tuple[int, int] | None:
+        return self._fused_as(compiled.FIRST, compiled.STATS_SCAN)
+
 
 class SecondOrder(ProbabilitySampler):
     """Second-gradient-proportional sampling (paper Alg. 3), optionally with its DANE-style
@@ -100,6 +103,10 @@ class SecondOrder(ProbabilitySampler):
 
     def importance(self, grad: np.ndarray, hess: np.ndarray) -> np.ndarray:
         return row_sum(hess)
+
+    def _fused_statistics(self) -> tuple[int, int] | None:
+        # the regulariser's leaf means need every row's leaf from the walk: unfused
+        return None if self.needs_leaves else self._fused_as(compiled.SECOND, compiled.STATS_SCAN)
 
     def _anchor_and_leaves(self, state: SamplingState) -> tuple[np.ndarray | None, np.ndarray | None]:
         """The anchor gradient and the newest leaves, or ``(None, None)`` when the
@@ -196,9 +203,16 @@ class MVS(ProbabilitySampler):
             lam = self.reg
         return np.sqrt(g * g + lam * h * h)
 
+    def _fused_statistics(self) -> tuple[int, int] | None:
+        # the importance needs lambda of all rows first: the pass gathers lambda's sums
+        return self._fused_as(compiled.MVS, compiled.STATS_NORMS if self.reg == "auto" else compiled.STATS_NONE)
+
     def _importance_of(self, g: np.ndarray, h: np.ndarray, kind: int,
                        state: SamplingState | None = None) -> compiled.Importance:
-        lam = compiled.mvs_lambda(g, h) if self.reg == "auto" else self.reg
+        if self.reg != "auto":
+            lam = self.reg
+        else:
+            lam = compiled.mvs_lambda(g, h, None if state is None else state.statistics)
         return compiled.Importance(kind, g.shape[0], g, h, lam=lam)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import compiled
+from ..losses.base import defining_class
 from .base import Sample, Sampler, SamplingState, check_rate
 
 
@@ -18,6 +19,10 @@ class Full(Sampler):
         g, h = state.kernel_arrays()
         shape = state.shape
         return Sample(np.arange(state.num_rows, dtype=np.int32), g.reshape(shape), h.reshape(shape))
+
+    def _fused_statistics(self) -> tuple[int, int] | None:
+        # (every row is drawn: the engine reads the outputs from LightGBM, no walk to fuse)
+        return None if defining_class(type(self), "sample") is not Full else (compiled.STATS_NONE, 0)
 
 
 class Uniform(Sampler):
@@ -44,6 +49,9 @@ class Uniform(Sampler):
         indices, grad, hess = compiled.draw_sample(solution, h, compiled.Fit(g), rng, compiled.workspace_of(self),
                                                    state.one_dimensional)
         return Sample(indices, grad, hess)
+
+    def _fused_statistics(self) -> tuple[int, int] | None:
+        return None if defining_class(type(self), "sample") is not Uniform else (compiled.STATS_NONE, 0)
 
 
 class WeightTrimming(Sampler):

@@ -1,0 +1,104 @@
+"""The engine's fused pass: one sweep over the training rows per iteration.
+
+Unfused, an iteration reads every training row three times: the loss's gradients at the
+scores, the sampler's rate solve over the importances, and, after the tree, the walk
+adding its outputs to the scores.  For the built-in losses and samplers the engine
+instead ends iteration ``t`` with the walk of the new tree(s) over the codes followed by
+one compiled sweep (:mod:`smart_lgbm._fused_kernels`) that computes ``g, h`` of every row
+at the new scores and the statistics the next rate solve reads; iteration ``t + 1``
+then starts with them ready: the sampler solves ``rho`` from the statistics and one light
+pass draws and gathers (:func:`smart_lgbm.samplers.compiled.draw_sample`).
+
+Who takes it is declared, not guessed: a loss's ``_fused_loss()`` and a sampler's
+``_fused_statistics()`` say what the pass computes for them, and are None for user losses
+and samplers (and for a built-in's subclass that changes its gradients, importance or
+draw), which keep the unfused path unchanged.  The pass writes exactly what the unfused
+kernels write (the same row functions, the same per-block sums in the same order), so a
+run gives the same model byte for byte either way (``tests/test_fused.py``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .losses.base import Loss, Target
+from .samplers import Sampler
+from .samplers import compiled
+from .walk.codes import BinCodes, CodedForest
+from .walk.forest import add_coded_outputs
+
+#: The losses the pass computes (their ``_fused_loss()`` names).
+LOSSES = {"binary": 0, "l2": 1, "softmax": 2}
+
+def _kernels() -> Any:
+    from . import _fused_kernels  # numba loads on first use
+
+    return _fused_kernels
+
+
+class FusedPass:
+    """The fused pass of one run: the loss's per-row inputs and the statistics' buffers.
+
+    Build it with :func:`plan`.
+    """
+
+    def __init__(self, loss_name: str, param: float, request: tuple[int, int], target: Target, n: int,
+                 k: int) -> None:
+        self.loss = LOSSES[loss_name]
+        self.param = float(param)
+        self.stats, self.kind = request
+        label = np.asarray(target.label)
+        empty_f64 = np.empty(0)
+        # only the loss's own per-row input is kept (the binary sign in one byte per row)
+        self.sign = (np.where(label > 0.0, 1, -1).astype(np.int8) if loss_name == "binary"
+                     else np.empty(0, dtype=np.int8))
+        self.label = np.ascontiguousarray(label, dtype=np.float64) if loss_name == "l2" else empty_f64
+        self.cls = label.astype(np.int32) if loss_name == "softmax" else np.empty(0, dtype=np.int32)
+        self.weight = empty_f64 if target.weight is None else np.ascontiguousarray(target.weight, dtype=np.float64)
+        self.n, self.k = n, k
+        nb = (n + compiled.BLOCK - 1) // compiled.BLOCK
+        self._nb = nb
+
+    def run(self, codes: BinCodes, forest: CodedForest, scores: np.ndarray,
+            known: tuple[np.ndarray, np.ndarray] | None, grad: np.ndarray,
+            hess: np.ndarray) -> compiled.Statistics:
+        """Walk ``forest`` over ``codes`` adding to ``scores`` (rows in ``known`` get their
+        known outputs instead), then write ``g, h`` at the new scores into ``grad``/``hess``
+        (the engine's float32 buffers) and return the next rate solve's statistics.
+
+        Fresh statistics arrays each call: a state handed to a sampler keeps its own.
+        """
+        nb = self._nb
+        bmax, bsum = np.zeros(nb), np.zeros(nb)
+        bpos, bbad, bexp = np.zeros(nb, np.int64), np.zeros(nb, np.int64), np.zeros(nb, np.int64)
+        norms = np.zeros((nb, 2))
+        add_coded_outputs(codes, forest, scores, None, known)
+        if self.k == 1:
+            _kernels().one_column(self.n, scores.reshape(self.n), self.loss, self.sign, self.label, self.weight,
+                                  self.param, grad.reshape(self.n), hess.reshape(self.n), self.stats, self.kind,
+                                  bmax, bpos, bbad, bsum, norms)
+        else:
+            _kernels().gradients_statistics(self.n, scores, self.cls, self.weight, self.param, grad, hess,
+                                            self.stats, self.kind, bmax, bpos, bbad, bsum, norms)
+        if self.stats == compiled.STATS_SCAN:
+            return compiled.Statistics(self.kind, (bmax, bpos, bbad, bexp, bsum), None)
+        if self.stats == compiled.STATS_NORMS:
+            return compiled.Statistics(compiled.MVS, None, norms)
+        return compiled.Statistics(-1, None, None)
+
+
+def plan(loss: Loss, sampler: Sampler, target: Target, walk: Any, n: int, k: int) -> FusedPass | None:
+    """The run's fused pass, or None when the run takes the unfused path.
+
+    Fused when the loss and the sampler both declare it (``_fused_loss()``,
+    ``_fused_statistics()``), the training rows are walked on bin codes and the sampler
+    needs no leaves.
+    """
+    spec = loss._fused_loss()
+    request = sampler._fused_statistics()
+    if spec is None or request is None or not isinstance(walk, BinCodes) or sampler.needs_leaves:
+        return None
+    name, param = spec
+    return FusedPass(name, param, request, target, n, k)

@@ -1,0 +1,168 @@
+"""The fused pass (smart_lgbm.fused): taken by the built-in losses and samplers, and the same
+model byte for byte as the unfused path, at any number of threads."""
+
+from __future__ import annotations
+
+import lightgbm as lgb
+import numba
+import numpy as np
+import pytest
+
+import smart_lgbm as sl
+from smart_lgbm import _lightgbm as L
+from smart_lgbm import fused
+from smart_lgbm.losses.base import Loss
+from smart_lgbm.losses.binary import BinaryLogloss
+from smart_lgbm.samplers import compiled
+from smart_lgbm.walk import CodeBook, Forest, RawFeatures
+
+N = 40_000  # three reduction blocks of 16,384 rows, the last one partial
+BASE = {"num_leaves": 15, "learning_rate": 0.2, "verbosity": -1, "seed": 7, "min_data_in_leaf": 5}
+
+
+def _data(objective: str, weighted: bool = False, n: int = N):
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(n, 8)).astype(np.float32)
+    X[rng.random(X.shape) < 0.05] = np.nan
+    Z = np.nan_to_num(X)
+    signal = Z[:, 0] - 0.5 * Z[:, 1] * Z[:, 2] + 0.3 * rng.normal(size=n)
+    if objective == "binary":
+        y = (signal > 0.2).astype(float)
+    elif objective == "regression":
+        y = signal
+    else:
+        y = np.digitize(signal, [-0.5, 0.5]).astype(float)
+    w = rng.uniform(0.5, 2.0, size=n) if weighted else None
+    return X, y, w
+
+
+def _unfused(sampler: sl.Sampler) -> sl.Sampler:
+    """The same sampler, taking the unfused path (its declaration withdrawn)."""
+    cls = type(f"Unfused{type(sampler).__name__}", (type(sampler),), {"_fused_statistics": lambda self: None})
+    copy = cls.__new__(cls)
+    copy.__dict__.update({k: v for k, v in vars(sampler).items() if k != "_workspace"})
+    return copy
+
+
+SAMPLERS = {
+    "uniform": lambda: sl.Uniform(0.2),
+    "first": lambda: sl.FirstOrder(rate=0.1),
+    "first-high-rate": lambda: sl.FirstOrder(rate=0.4),  # rows read from LightGBM, not walked
+    "first-rho": lambda: sl.FirstOrder(rho=2.0),
+    "mvs": lambda: sl.MVS(rate=0.15),
+    "mvs-reg": lambda: sl.MVS(rate=0.15, reg=0.3),
+    "second": lambda: sl.SecondOrder(rate=0.15),
+    "second-anchor": lambda: sl.SecondOrder(rate=0.15, anchor_lag=1, eta=0.0),
+}
+
+
+def _train(params, X, y, w, sampler, rounds=8):
+    return sl.train(params, lgb.Dataset(X, y, weight=w), rounds, sampler=sampler).model_to_string()
+
+
+@pytest.mark.parametrize("name", sorted(SAMPLERS))
+def test_fused_equals_unfused_for_each_builtin_sampler(name):
+    X, y, w = _data("binary")
+    params = {**BASE, "objective": "binary"}
+    fused_model = _train(params, X, y, w, SAMPLERS[name]())
+    assert fused_model == _train(params, X, y, w, _unfused(SAMPLERS[name]()))
+
+
+@pytest.mark.parametrize("objective,weighted", [("binary", True), ("regression", False), ("regression", True),
+                                                ("multiclass", False), ("multiclass", True)])
+@pytest.mark.parametrize("name", ["first", "mvs", "uniform"])
+def test_fused_equals_unfused_for_each_builtin_loss(objective, weighted, name):
+    X, y, w = _data(objective, weighted)
+    params = {**BASE, "objective": objective, **({"num_class": 3} if objective == "multiclass" else {})}
+    assert _train(params, X, y, w, SAMPLERS[name](), 5) == _train(params, X, y, w, _unfused(SAMPLERS[name]()), 5)
+
+
+@pytest.fixture
+def gradient_calls(monkeypatch):
+    """How often the engine computes the gradients through the loss (the unfused path)."""
+    calls = []
+    original = Loss.compute_gradients
+
+    def counting(self, raw, target, grad, hess):
+        calls.append(1)
+        original(self, raw, target, grad, hess)
+
+    monkeypatch.setattr(Loss, "compute_gradients", counting)
+    return calls
+
+
+@pytest.mark.parametrize("name", sorted(set(SAMPLERS) - {"first-high-rate"}))
+def test_builtins_take_the_fused_path(name, gradient_calls):
+    X, y, w = _data("binary", n=5000)
+    _train({**BASE, "objective": "binary"}, X, y, w, SAMPLERS[name](), 6)
+    assert len(gradient_calls) == 1  # the first iteration's only; the fused pass did the rest
+
+
+def test_user_losses_and_samplers_take_the_unfused_path(gradient_calls):
+    X, y, w = _data("binary", n=5000)
+    params = {**BASE, "objective": "binary"}
+
+    class MyFirstOrder(sl.FirstOrder):  # its own importance: the built-in statistics do not apply
+        def importance(self, grad, hess):
+            return np.abs(grad) + 0.1
+
+    class MyLogloss(BinaryLogloss):  # its own gradients
+        def gradient_hessian(self, raw, target):
+            return super().gradient_hessian(raw, target)
+
+    assert MyFirstOrder(rate=0.2)._fused_statistics() is None
+    assert MyLogloss()._fused_loss() is None
+    assert sl.LossBased(rate=0.2)._fused_statistics() is None
+    assert sl.WeightTrimming(0.1)._fused_statistics() is None
+    assert sl.SecondOrder(rate=0.2, anchor_lag=1)._fused_statistics() is None  # needs leaves
+    _train(params, X, y, w, MyFirstOrder(rate=0.2), 6)
+    assert len(gradient_calls) == 6
+
+
+def test_plan_needs_codes_and_declarations():
+    X, y, w = _data("binary", n=100)
+    target = sl.losses.base.Target(y)
+    assert fused.plan(BinaryLogloss(), sl.FirstOrder(), target, None, 100, 1) is None  # raw walk / none
+    assert fused.plan(BinaryLogloss(), sl.LossBased(), target, None, 100, 1) is None
+
+
+@pytest.mark.parametrize("name", ["first", "mvs", "uniform"])
+def test_same_model_at_any_thread_count(name):
+    X, y, w = _data("binary")
+    models = set()
+    before = numba.get_num_threads()
+    try:
+        for threads in (1, 2):
+            numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+            model = _train({**BASE, "objective": "binary", "num_threads": threads}, X, y, w, SAMPLERS[name]())
+            models.add(model.split("\nparameters:\n")[0])  # (the parameters name the thread count)
+    finally:
+        numba.set_num_threads(before)
+    assert len(models) == 1
+
+
+def test_fused_statistics_are_the_scan_passes_values():
+    """The fused pass's per-block scan and norm sums give what the sampler kernels compute."""
+    X, y, w = _data("binary")
+    ds = lgb.Dataset(X, y, params={"verbosity": -1}).construct()
+    book = CodeBook.from_mappers(L.bin_mappers(L.handle_of(ds)))
+    codes = book.encode(RawFeatures.from_data(X))
+    booster = lgb.train({"objective": "binary", "verbosity": -1, "num_leaves": 15}, ds, 1)
+    forest = book.coded_forest(Forest.from_tree_texts(L.tree_bodies(booster.model_to_string())))
+    target = sl.losses.base.Target(y)
+    for sampler, kind in ((sl.FirstOrder(), compiled.FIRST), (sl.SecondOrder(), compiled.SECOND), (sl.MVS(), None)):
+        run = fused.plan(BinaryLogloss(), sampler, target, codes, N, 1)
+        scores = np.zeros((N, 1))
+        grad, hess = np.empty(N, np.float32), np.empty(N, np.float32)
+        stats = run.run(codes, forest, scores, None, grad, hess)
+        g2, h2 = np.empty(N, np.float32), np.empty(N, np.float32)
+        BinaryLogloss().compute_gradients(scores[:, 0], target, g2, h2)
+        assert grad.tobytes() == g2.tobytes() and hess.tobytes() == h2.tobytes()
+        g, h = grad.reshape(N, 1), hess.reshape(N, 1)
+        if kind is None:
+            assert compiled.mvs_lambda(g, h, stats) == compiled.mvs_lambda(g, h)
+            continue
+        imp = compiled.Importance(kind, N, g, h)
+        for want_sum in (True, False):
+            assert compiled._scan(imp, "x", want_sum, stats) == compiled._scan(imp, "x", want_sum)
+
