@@ -250,6 +250,8 @@ def profile(name: str, repeats: int, quick: bool, threads: int = DEFAULT_THREADS
                                          _nbytes(X) + 2 * out_all.nbytes),
     }
     lines += _scaling(kernels, threads, repeats)
+    lines += ["", "The end of an iteration, unfused against the fused pass (smart_lgbm.fused), interleaved:", ""]
+    lines += fused_pass_rows(codes, last_coded, scores, y, rate, repeats)
     if name == "yahoo-like":
         lines += _sparse_storage(X, y, rate, repeats, lgb_threads)
     return lines + [""]
