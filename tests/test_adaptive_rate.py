@@ -236,3 +236,84 @@ def test_smart_objective_grows_the_rate_deterministically(a9a_small):
     obj = sl.SmartObjective("binary", sl.FirstOrder(rate=control), seed=9)
     with pytest.raises(ValueError, match="leaves"):
         lgb.train({**BASE, "objective": obj}, lgb.Dataset(X, y, free_raw_data=False), 3)
+
+
+# ---------------------------------------------------------------- the comparison report
+
+
+def test_report_sets_best_beside_stock_full_and_times_two_tolerances():
+    from smart_lgbm.compare.methods import RunRecord
+    from smart_lgbm.compare.report import build_table, mean_curves, to_markdown
+
+    def rec(method, kind, values, seconds):
+        return RunRecord("e", method, kind, 0, "m", False, list(values), [1.0] * len(values), list(seconds))
+
+    records = [rec("stock_full", "stock_full", [0.5, 0.4, 0.45], [1, 1, 1]),
+               rec("fo_auto", "first_order", [0.6, 0.405, 0.4003], [0.2, 0.2, 0.2]),
+               rec("fo", "first_order", [0.6, 0.42, 0.41], [0.1, 0.1, 0.1])]
+    table = build_table("e", "m", False, mean_curves(records), tolerance=0.01)
+    assert table.full_best == 0.4
+    ttt = table.time_to_target
+    assert ttt.tolerances == (0.01, 0.0005) and ttt.reference == "stock_full"
+    # config tolerance: threshold 0.41; tight: 0.4005
+    assert ttt.cells["stock_full"] == [(2.0, 2, 1.0), (2.0, 2, 1.0)]
+    seconds, iteration, speedup = ttt.cells["fo_auto"][0]
+    assert (iteration, speedup) == (2, pytest.approx(5.0)) and seconds == pytest.approx(0.4)
+    seconds, iteration, speedup = ttt.cells["fo_auto"][1]
+    assert (iteration, speedup) == (3, pytest.approx(2.0 / 0.6))
+    assert ttt.cells["fo"][0][1] == 3 and ttt.cells["fo"][1] == (None, None, None)
+    text = to_markdown(table)
+    assert "vs stock_full's best" in text
+    assert "| fo_auto | 1 | 0.4003 | 3 |" in text and "+0.0003 (worse)" in text
+    assert "| fo | 1 | 0.4100 | 3 |" in text and "+0.0100 (worse)" in text
+    assert "| method | target + 0.01 | target + 0.0005 |" in text
+    assert "| fo | 0.300 (3, 6.67x) | not reached |" in text
+    # a tight tolerance equal to the config's gives one column
+    one = build_table("e", "m", False, mean_curves(records), tolerance=0.0005)
+    assert one.time_to_target.tolerances == (0.0005,)
+
+
+# ---------------------------------------------------------------- Dask: one rate for all workers
+
+
+def test_dask_workers_share_one_rate():
+    distributed = pytest.importorskip("distributed")
+    import logging
+
+    import dask.array as da
+
+    from smart_lgbm.dask import DaskSmartClassifier, _model_digest
+
+    rng = np.random.default_rng(0)
+    Xn = rng.integers(0, 12, size=(6000, 5)).astype(np.float64)
+    # machine 0 holds coin-flip labels (its trees' leaf sums are noise), machine 1 clean ones:
+    # alone, machine 0 would grow its rate and machine 1 keep it; together they decide once
+    yn = (Xn[:, 0] + Xn[:, 1] > 11).astype(np.int64)
+    yn[:3000] = rng.integers(0, 2, size=3000)
+    control = sl.AdaptiveRate(start=0.1, threshold=0.3, window=5)
+    params = {"n_estimators": 30, "num_leaves": 7, "learning_rate": 0.1, "min_child_samples": 5, "verbose": -1,
+              "seed": 2, "sampler": sl.FirstOrder(rate=control)}
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                                  silence_logs=logging.ERROR) as cluster, distributed.Client(cluster) as client:
+        workers = sorted(client.scheduler_info(n_workers=-1)["workers"])
+        pieces = np.array_split(np.arange(6000), 2)
+        futures_X = [client.scatter(Xn[p], workers=[w]) for p, w in zip(pieces, workers)]
+        futures_y = [client.scatter(yn[p], workers=[w]) for p, w in zip(pieces, workers)]
+        X = da.concatenate([da.from_delayed(f, shape=(len(p), 5), dtype=np.float64)
+                            for f, p in zip(futures_X, pieces)]).persist()
+        y = da.concatenate([da.from_delayed(f, shape=(len(p),), dtype=np.int64)
+                            for f, p in zip(futures_y, pieces)]).persist()
+        est = DaskSmartClassifier(client=client, **params).fit(X, y)
+        again = DaskSmartClassifier(client=client, **params).fit(X, y)
+        left = [name for name in client.run_on_scheduler(
+            lambda dask_scheduler: list(dask_scheduler.extensions["variables"].variables)) if "adaptive_rate" in name]
+    rates = [np.array(r["sampling_rate"]) for r in est.worker_records_]
+    assert len(rates) == 2 and all(len(r) == 30 for r in rates)
+    # the same decisions on both machines: per window, both draw at the same target rate
+    for start in range(0, 30, 5):
+        window = [r[start:start + 5].mean() for r in rates]
+        assert abs(window[0] - window[1]) < 0.05, (start, window)
+    assert rates[0][:5].mean() < 0.15
+    # same seed, same model (but for the parameters section, which names each run's ports)
+    assert _model_digest(est.booster_) == _model_digest(again.booster_)
+    assert left == []  # the exchanges' Variables were deleted
