@@ -156,7 +156,7 @@ def test_rate_accepts_auto_and_refuses_other_strings():
         assert cls(rate="auto").rate == sl.AdaptiveRate()
         assert cls(rate="auto").needs_leaves
         assert not cls(rate=0.2).needs_leaves
-        with pytest.raises(ValueError, match="rate must be a number in \\(0, 1\\], \"auto\""):
+        with pytest.raises(TypeError, match="rate must be a number in \\(0, 1\\], \"auto\""):
             cls(rate="fast")
     assert sl.make_sampler("mvs", rate="auto").rate == sl.AdaptiveRate()
     with pytest.raises(ValueError, match="rate"):

@@ -249,7 +249,7 @@ def resolve_rate(rate: Any, name: str = "rate") -> float | AdaptiveRate:
     if isinstance(rate, str):
         if rate == "auto":
             return AdaptiveRate()
-        raise ValueError(f"{name} must be a number in (0, 1], \"auto\" or an AdaptiveRate, got {rate!r}")
+        raise TypeError(f"{name} must be a number in (0, 1], \"auto\" or an AdaptiveRate, got the string {rate!r}")
     from .base import check_rate
 
     return check_rate(rate, name)
