@@ -13,6 +13,7 @@ from ._version import __version__  # noqa: E402
 from .callback import record_sampling  # noqa: E402
 from .engine import train  # noqa: E402
 from .samplers import (  # noqa: E402
+    AdaptiveRate,
     MVS,
     FirstOrder,
     Full,
@@ -28,6 +29,7 @@ from .samplers import (  # noqa: E402
 )
 
 __all__ = [
+    "AdaptiveRate",
     "MVS",
     "FirstOrder",
     "Full",

@@ -61,6 +61,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 from . import _lightgbm
 from .distributed import Network, Worker, on_network
 from .params import canonicalize
+from .samplers import AdaptiveRate
 from .sklearn import SmartClassifier, SmartRanker, SmartRegressor, _check_sampler, _smart_init
 
 __all__ = ["DaskSmartClassifier", "DaskSmartRanker", "DaskSmartRegressor", "DaskTrainingError"]
@@ -432,8 +433,21 @@ def _machines_to_ports(machines: str, workers: list[str]) -> dict[str, int]:
     return out
 
 
-def _cleanup_variables(client: Client, prefix: str, num_machines: int) -> None:
-    for tag, rank in itertools.product(_ALLGATHER_TAGS, range(num_machines)):
+def _adaptive_rate_tags(sampler: Any, params: dict[str, Any]) -> list[str]:
+    """The tags an adaptive rate exchanges its per-leaf sums under (one per decision), so that
+    the client deletes their Variables (:mod:`smart_lgbm.samplers.adaptive`)."""
+    rate = getattr(sampler, "rate", None)
+    if not isinstance(rate, AdaptiveRate):
+        return []
+    # every alias given (the estimator's n_estimators, a num_iterations in its parameters):
+    # deleting a tag never used costs nothing, missing one leaves a Variable behind
+    aliases = _lightgbm.param_aliases().get("num_iterations", ("num_iterations",))
+    rounds = max([100, *(int(params[a]) for a in aliases if a in params)])
+    return [f"adaptive_rate_{i}" for i in rate.check_iterations(rounds)]
+
+
+def _cleanup_variables(client: Client, prefix: str, num_machines: int, extra_tags: list[str] = ()) -> None:
+    for tag, rank in itertools.product([*_ALLGATHER_TAGS, *extra_tags], range(num_machines)):
         try:
             Variable(_variable_name(prefix, tag, rank), client=client).delete()
         except Exception:  # noqa: BLE001 - best effort: never set, or the scheduler is gone
@@ -557,7 +571,7 @@ def _fit_distributed(client: Client, model_factory: type, params: dict[str, Any]
                      fit_kwargs: dict[str, Any]) -> _FitOutcome:
     """Train on the workers holding ``X``'s partitions; returns rank 0's fitted estimator."""
     params = dict(params)
-    _check_sampler(params.get("sampler"), params.get("sampler_params"))  # fail on the client, early
+    sampler = _check_sampler(params.get("sampler"), params.get("sampler_params"))  # fail on the client, early
     canonical = canonicalize({k: v for k, v in params.items() if k not in ("sampler", "sampler_params")})
     _refuse_for_dask(canonical, fit_kwargs)
     tree_learner, _ = _choose(params, "tree_learner", "data")
@@ -641,7 +655,7 @@ def _fit_distributed(client: Client, model_factory: type, params: dict[str, Any]
     try:
         by_address = _watch(client, futures, float(time_out) * 60, topic)
     finally:
-        _cleanup_variables(client, prefix, num_machines)
+        _cleanup_variables(client, prefix, num_machines, _adaptive_rate_tags(sampler, params))
     results = [by_address[w] for w in workers]
     if len({r.digest for r in results}) != 1:
         raise DaskTrainingError("the workers finished with different models (they must build the same trees); "

@@ -83,6 +83,9 @@ ENGINE_KINDS = ("full", "uniform", "weight_trimming", "first_order", "second_ord
 KINDS = STOCK_KINDS + ENGINE_KINDS
 
 _NUMBER = (int, float)
+#: A sampler's rate: a number, or "auto" (the adaptive rate, smart_lgbm.AdaptiveRate)
+_RATE = (int, float, str)
+_RATE_TEXT = 'a number in (0, 1] or "auto"'
 # kind -> {key: (accepted python types, description for messages)}; every kind also takes
 # the common keys below.  The table name ([methods.LABEL]) is the method's label.
 _KIND_KEYS: dict[str, dict[str, tuple[tuple[type, ...], str]]] = {
@@ -90,18 +93,18 @@ _KIND_KEYS: dict[str, dict[str, tuple[tuple[type, ...], str]]] = {
     "stock_bagging": {"bagging_fraction": (_NUMBER, "a number in (0, 1)")},
     "stock_goss": {"top_rate": (_NUMBER, "a number in (0, 1)"), "other_rate": (_NUMBER, "a number in (0, 1)")},
     "full": {},
-    "uniform": {"rate": (_NUMBER, "a number in (0, 1]")},
+    "uniform": {"rate": (_RATE, _RATE_TEXT)},
     "weight_trimming": {"alpha": (_NUMBER, "a number in [0, 1)")},
-    "first_order": {"rate": (_NUMBER, "a number in (0, 1]"), "rho": (_NUMBER, "a number > 0")},
+    "first_order": {"rate": (_RATE, _RATE_TEXT), "rho": (_NUMBER, "a number > 0")},
     "second_order": {
-        "rate": (_NUMBER, "a number in (0, 1]"),
+        "rate": (_RATE, _RATE_TEXT),
         "rho": (_NUMBER, "a number > 0"),
         "eta": (_NUMBER, "a number >= 0"),
         "anchor_lag": ((int, str), "an integer >= 1 or \"off\""),
     },
-    "mvs": {"rate": (_NUMBER, "a number in (0, 1]"), "rho": (_NUMBER, "a number > 0"),
+    "mvs": {"rate": (_RATE, _RATE_TEXT), "rho": (_NUMBER, "a number > 0"),
             "reg": ((int, float, str), "a number >= 0 or \"auto\"")},
-    "loss_based": {"rate": (_NUMBER, "a number in (0, 1]"), "rho": (_NUMBER, "a number > 0")},
+    "loss_based": {"rate": (_RATE, _RATE_TEXT), "rho": (_NUMBER, "a number > 0")},
 }
 _METHOD_COMMON = ("kind", "params", "seeds", "rounds", "time_budget")
 
@@ -517,6 +520,9 @@ def _method(label: str, value: Any) -> MethodSpec:
         if options["anchor_lag"] != "off":
             raise ConfigError(f"{where} key 'anchor_lag' must be an integer >= 1 or \"off\", got {options['anchor_lag']!r}")
         options["anchor_lag"] = None
+    if isinstance(options.get("rate"), str) and options["rate"] != "auto":
+        raise ConfigTypeError(f"{where} key 'rate' must be a number in (0, 1], got string {options['rate']!r} "
+                              "(the one string accepted is \"auto\", the adaptive rate)")
     if kind == "mvs" and isinstance(options.get("reg"), str) and options["reg"] != "auto":
         raise ConfigError(f"{where} key 'reg' must be a number >= 0 or \"auto\", got {options['reg']!r}")
     for key in ("bagging_fraction", "top_rate", "other_rate"):

@@ -13,7 +13,11 @@ over seeds of the metric, of the sampling rate and of the seconds.  On that curv
 * lower part: the best metric, the first iteration reaching it, the ASRI and the seconds
   up to it;
 * the equal-time table: each method's metric after a share (25%, 50%, 100% by default) of
-  the training time the reference (stock full) needed to reach the target.
+  the training time the reference (stock full) needed to reach the target;
+* the lower part sets each method's best beside stock full's best (signed difference);
+* the time-to-target table: every method's seconds to the target within the config's
+  tolerance and within the tight :data:`TIGHT_TOLERANCE` (0.0005), with the speed-up
+  against stock full at each.
 
 The target is a given number, or a method's best (default) or final quality; a run long
 enough to converge gives the paper's "ideal accuracy", and ``tolerance`` states how close
@@ -87,6 +91,8 @@ class Table:
     goss_reference: str | None
     notes: dict[str, list[str]] = field(default_factory=dict)
     equal_time: EqualTime | None = None
+    full_best: float | None = None
+    time_to_target: TimeToTarget | None = None
 
 
 @dataclass(frozen=True)
@@ -104,6 +110,46 @@ class EqualTime:
     seconds: float
     basis: str  # what ``seconds`` is, e.g. "its time to the target"
     cells: dict[str, list[tuple[float | None, int | None, bool]]]
+
+
+#: The tight tolerance of the time-to-target table (absolute, in the metric's units: 0.0005
+#: log-loss or NDCG@10), beside the config's own.
+TIGHT_TOLERANCE = 0.0005
+
+
+@dataclass(frozen=True)
+class TimeToTarget:
+    """Each method's training seconds to the target at several tolerances.
+
+    ``cells[method]`` holds, per tolerance, ``(seconds, iteration, speed-up vs the full
+    reference)``; seconds and iteration are None when the method's mean curve never gets
+    within that tolerance, the speed-up None also when the reference does not.
+    """
+
+    tolerances: tuple[float, ...]
+    reference: str | None
+    cells: dict[str, list[tuple[float | None, int | None, float | None]]]
+
+
+def time_to_target(curves: Sequence[Curve], full: Curve | None, target: float, higher_is_better: bool,
+                   tolerances: Sequence[float]) -> TimeToTarget:
+    """Seconds (and iterations) of every curve to ``target`` within each tolerance, with the
+    speed-up against ``full``'s seconds to the same threshold."""
+
+    def reach(curve: Curve, tol: float) -> tuple[float | None, int | None]:
+        i = first_reaching(curve.values, target, higher_is_better, tol)
+        return (None, None) if i is None else (float(curve.cumulative_seconds[i]), i + 1)
+
+    cells = {}
+    for curve in curves:
+        row = []
+        for tol in tolerances:
+            seconds, iteration = reach(curve, tol)
+            ref = reach(full, tol)[0] if full is not None else None
+            speedup = ref / seconds if ref is not None and seconds is not None and seconds > 0 else None
+            row.append((seconds, iteration, speedup))
+        cells[curve.method] = row
+    return TimeToTarget(tuple(tolerances), None if full is None else full.method, cells)
 
 
 def mean_curves(records: Sequence[Any]) -> list[Curve]:
@@ -272,6 +318,7 @@ def build_table(
     notes: dict[str, list[str]] | None = None,
     target_at: str = "best",
     equal_time_shares: Sequence[float] | None = (0.25, 0.5, 1.0),
+    tight_tolerance: float | None = TIGHT_TOLERANCE,
 ) -> Table:
     """Both parts of the paper's table from the methods' mean curves.
 
@@ -297,6 +344,9 @@ def build_table(
         Shares of the reference's time to the target for the equal-time table (None: no
         such table).  The reference is stock full, else the target method, else the first
         method; when it does not reach the target its whole training time is the basis.
+    tight_tolerance : float or None, default=TIGHT_TOLERANCE
+        A second tolerance for the time-to-target table (``Table.time_to_target``), beside
+        ``tolerance``; None (or equal to ``tolerance``): that table has one column.
 
     Returns
     -------
@@ -339,11 +389,17 @@ def build_table(
                          speedup(full_s, row.seconds), speedup(goss_s, row.seconds)))
         b = best_index(curve.values, higher_is_better)
         lower.append(_row_at(curve, b, float(curve.values[b])))
+    full_best = None if full is None else float(full.values[best_index(full.values, higher_is_better)])
+    ttt = None
+    if target_value is not None and curves:
+        tolerances = [tolerance] + ([tight_tolerance] if tight_tolerance is not None
+                                    and tight_tolerance != tolerance else [])
+        ttt = time_to_target(curves, full, target_value, higher_is_better, tolerances)
     return Table(experiment, metric, higher_is_better, target_value, source, tolerance, upper, lower,
                  None if full is None else full.method, None if goss is None else goss.method,
                  {m: list(lines) for m, lines in (notes or {}).items() if lines},
                  _equal_time_table(curves, full, target, target_value, higher_is_better, tolerance,
-                                   equal_time_shares))
+                                   equal_time_shares), full_best, ttt)
 
 
 def _equal_time_table(curves: Sequence[Curve], full: Curve | None, target: float | str | None,
@@ -414,20 +470,59 @@ def to_markdown(table: Table) -> str:
                 [row.speedup_goss] if table.goss_reference else [])
             cells += [_fmt(s, ".2f") + ("x" if s is not None else "") for s in speedups]
         lines.append("| " + " | ".join(cells) + " |")
-    lines.append("| **best quality** |" + " |" * (len(header) - 1))
+    beside = table.full_best is not None and bool(refs)
+    lines.append("| **best quality** |" + " |" * (len(header) - 1 - beside)
+                 + (f" **vs {table.full_reference}'s best** |" if beside else ""))
     for row in table.lower:
         if row.runs == 0:
             cells = [row.method, "0", "no iterations", "—", "—", "—"] + [""] * len(refs)
         else:
             cells = [row.method, str(row.runs), f"{row.value:.4f}", str(row.iterations), f"{row.asri:.4f}",
                      _seconds(row.seconds)] + [""] * len(refs)
+            if beside:
+                cells[-1] = _versus(row.value, table.full_best, table.higher_is_better)
         lines.append("| " + " | ".join(cells) + " |")
+    if table.time_to_target is not None:
+        lines += ["", *_time_to_target_markdown(table.time_to_target, table)]
     if table.equal_time is not None:
         lines += ["", *_equal_time_markdown(table.equal_time, table.metric, table.higher_is_better)]
     if table.notes:
         lines += ["", "Notes:"]
         lines += [f"- {method}: {note}" for method, notes in table.notes.items() for note in notes]
     return "\n".join(lines) + "\n"
+
+
+def _versus(value: float, reference: float, higher_is_better: bool) -> str:
+    """``value - reference`` signed, with whether that is better or worse."""
+    diff = value - reference
+    if abs(diff) < 5e-5:
+        return f"{diff:+.4f} (same)"
+    better = diff > 0 if higher_is_better else diff < 0
+    return f"{diff:+.4f} ({'better' if better else 'worse'})"
+
+
+def _time_to_target_markdown(ttt: TimeToTarget, table: Table) -> list[str]:
+    """Seconds to the target at each tolerance, the speed-up against stock full in brackets."""
+    sign = "-" if table.higher_is_better else "+"
+    columns = [f"{sign} {tol:g}" for tol in ttt.tolerances]
+    vs = f" and the speed-up against {ttt.reference}" if ttt.reference else ""
+    lines = [
+        f"Time to the target within each tolerance: training seconds until the mean curve first reaches the "
+        f"target {sign} the tolerance, the iteration{vs} in brackets.",
+        "",
+        "| method | " + " | ".join(f"target {c}" for c in columns) + " |",
+        "|---|" + "---:|" * len(columns),
+    ]
+    for method, row in ttt.cells.items():
+        cells = []
+        for seconds, iteration, speedup in row:
+            if seconds is None:
+                cells.append("not reached")
+                continue
+            extra = f", {speedup:.2f}x" if speedup is not None else ""
+            cells.append(f"{_seconds(seconds)} ({iteration}{extra})")
+        lines.append(f"| {method} | " + " | ".join(cells) + " |")
+    return lines
 
 
 def _equal_time_markdown(et: EqualTime, metric: str, higher_is_better: bool) -> list[str]:

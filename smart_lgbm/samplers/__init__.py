@@ -1,11 +1,13 @@
 """Row samplers: the public sampler classes and the protocol for writing your own."""
 
+from .adaptive import AdaptiveRate
 from .base import GradientHistory, ProbabilitySampler, Sample, Sampler, SamplingState, solve_rho
 from .importance import MVS, FirstOrder, LossBased, SecondOrder, regularised_gradient
 from .registry import make_sampler
 from .simple import Full, Uniform, WeightTrimming
 
 __all__ = [
+    "AdaptiveRate",
     "MVS",
     "FirstOrder",
     "Full",

@@ -28,6 +28,7 @@ import numpy as np
 
 from ..losses.base import Loss, Target, defining_class
 from . import compiled
+from .adaptive import AdaptiveRate, observe_sample, resolve_rate
 
 
 class GradientHistory:
@@ -52,6 +53,8 @@ class GradientHistory:
     def __init__(self, maxlen: int = 0, leaves: np.ndarray | None = None) -> None:
         self.maxlen = max(int(maxlen), 0)
         self.leaves = leaves
+        #: an adaptive rate's state for this run (:mod:`.adaptive`), else None
+        self.rate_control: object = None
         self._slots: list[np.ndarray] = []
         self._count = 0
         self._next = 0
@@ -299,9 +302,11 @@ class ProbabilitySampler(Sampler):
 
     Parameters
     ----------
-    rate : float in (0, 1], optional
+    rate : float in (0, 1], "auto" or AdaptiveRate, optional
         Target expected sampling rate; ``rho`` is solved each iteration so that
         ``sum_i p_i = rate * n`` (up to float rounding).  Default 0.1 when neither is given.
+        ``"auto"`` (or an :class:`AdaptiveRate` for control) starts low and grows the rate
+        while the sampled trees are noise-dominated (:mod:`smart_lgbm.samplers.adaptive`).
     rho : float > 0, optional
         Fixed ``rho`` as in the paper (the rate then varies per iteration).
 
@@ -318,11 +323,20 @@ class ProbabilitySampler(Sampler):
     #: that recomputes it (see :mod:`smart_lgbm.samplers._kernels`).
     _kind: int | None = None
 
-    def __init__(self, rate: float | None = None, rho: float | None = None) -> None:
+    def __init__(self, rate: float | str | AdaptiveRate | None = None, rho: float | None = None) -> None:
         if rate is not None and rho is not None:
             raise ValueError("give either rate or rho, not both")
-        self.rate = check_rate(rate) if rate is not None else (None if rho is not None else 0.1)
+        self.rate = resolve_rate(rate) if rate is not None else (None if rho is not None else 0.1)
         self.rho = check_positive(rho, "rho") if rho is not None else None
+
+    @property
+    def needs_leaves(self) -> bool:  # type: ignore[override]
+        """An adaptive rate reads the newest tree's leaves (:mod:`.adaptive`)."""
+        return isinstance(self.rate, AdaptiveRate)
+
+    def _fixed_rate(self) -> float | None:
+        """The rate outside a run (``probabilities...``): an adaptive rate's start."""
+        return self.rate.start if isinstance(self.rate, AdaptiveRate) else self.rate
 
     @abstractmethod
     def importance(self, grad: np.ndarray, hess: np.ndarray) -> np.ndarray:
@@ -371,7 +385,7 @@ class ProbabilitySampler(Sampler):
         return self._importance_of(g, h, kind, state)
 
     def _solve(self, imp: compiled.Importance) -> compiled.Solution:
-        return compiled.solve(imp, self.rate, self.rho, type(self).__name__)
+        return compiled.solve(imp, self._fixed_rate(), self.rho, type(self).__name__)
 
     def probabilities_from_importance(self, importance: np.ndarray) -> np.ndarray:
         """``p_i = min(1, rho * s_i)`` with ``rho`` fixed or solved for the target rate."""
@@ -391,7 +405,14 @@ class ProbabilitySampler(Sampler):
 
     def probabilities_from_state(self, state: SamplingState) -> np.ndarray:
         """Inclusion probability ``p_i`` of every row in the draw :meth:`sample` makes for ``state``."""
-        return compiled.probabilities(self._solve(self._importance_of_state(state)))
+        imp = self._importance_of_state(state)
+        return compiled.probabilities(compiled.solve(imp, self._rate_of(state), self.rho, type(self).__name__))
+
+    def _rate_of(self, state: SamplingState) -> float | None:
+        """This iteration's rate: the fixed one, or the adaptive rate's for the state's run."""
+        if isinstance(self.rate, AdaptiveRate):
+            return self.rate.rate_for(state.history, state.iteration)
+        return self.rate
 
     # ------------------------------------------------------------ the draw
 
@@ -416,10 +437,12 @@ class ProbabilitySampler(Sampler):
         # only within one run (the iterations follow each other), whatever the sampler did before.
         previous = workspace.value("solved_rho")
         start = previous[1] if previous is not None and previous[0] == state.iteration - 1 else None
-        solution = compiled.solve(imp, self.rate, self.rho, type(self).__name__, start=start,
+        solution = compiled.solve(imp, self._rate_of(state), self.rho, type(self).__name__, start=start,
                                   statistics=state.statistics)
         workspace.keep("solved_rho", None if solution.solved_rho is None else (state.iteration, solution.solved_rho))
         h = state.kernel_arrays()[1]
         indices, grad, hess = compiled.draw_sample(solution, h, self._fit_of_state(state), rng, workspace,
                                                    state.one_dimensional)
+        if isinstance(self.rate, AdaptiveRate):
+            observe_sample(self.rate, state, indices, grad, hess)
         return Sample(indices, grad, hess)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import compiled
+from .adaptive import AdaptiveRate
 from .base import ProbabilitySampler, SamplingState, row_norm, row_sum
 
 
@@ -16,8 +17,9 @@ class FirstOrder(ProbabilitySampler):
 
     Parameters
     ----------
-    rate : float in (0, 1], optional
-        Target expected sampling rate (``rho`` solved per iteration); default 0.1.
+    rate : float in (0, 1], "auto" or AdaptiveRate, optional
+        Target expected sampling rate (``rho`` solved per iteration); default 0.1.  "auto":
+        start low and grow while the trees are noise-dominated (:class:`AdaptiveRate`).
     rho : float > 0, optional
         The paper's fixed ``rho``.  Give ``rate`` or ``rho``, not both.
     """
@@ -59,8 +61,8 @@ class SecondOrder(ProbabilitySampler):
 
     Parameters
     ----------
-    rate : float in (0, 1], optional
-        Target expected sampling rate; default 0.1.
+    rate : float in (0, 1], "auto" or AdaptiveRate, optional
+        Target expected sampling rate; default 0.1 ("auto": :class:`AdaptiveRate`).
     rho : float > 0, optional
         Fixed ``rho``.  Give ``rate`` or ``rho``, not both.
     eta : float >= 0, default=1.0
@@ -74,7 +76,7 @@ class SecondOrder(ProbabilitySampler):
 
     def __init__(
         self,
-        rate: float | None = None,
+        rate: float | str | AdaptiveRate | None = None,
         rho: float | None = None,
         eta: float = 1.0,
         anchor_lag: int | None = None,
@@ -99,7 +101,7 @@ class SecondOrder(ProbabilitySampler):
 
     @property
     def needs_leaves(self) -> bool:  # type: ignore[override]
-        return self.anchor_lag is not None and self.eta > 0
+        return (self.anchor_lag is not None and self.eta > 0) or super().needs_leaves
 
     def importance(self, grad: np.ndarray, hess: np.ndarray) -> np.ndarray:
         return row_sum(hess)
@@ -171,8 +173,8 @@ class MVS(ProbabilitySampler):
 
     Parameters
     ----------
-    rate : float in (0, 1], optional
-        Target expected sampling rate; default 0.1.
+    rate : float in (0, 1], "auto" or AdaptiveRate, optional
+        Target expected sampling rate; default 0.1 ("auto": :class:`AdaptiveRate`).
     rho : float > 0, optional
         Fixed ``1 / mu``.  Give ``rate`` or ``rho``, not both.
     reg : float >= 0 or "auto", default="auto"
@@ -183,7 +185,8 @@ class MVS(ProbabilitySampler):
 
     _kind = compiled.MVS
 
-    def __init__(self, rate: float | None = None, rho: float | None = None, reg: float | str = "auto") -> None:
+    def __init__(self, rate: float | str | AdaptiveRate | None = None, rho: float | None = None,
+                 reg: float | str = "auto") -> None:
         super().__init__(rate=rate, rho=rho)
         if reg != "auto":
             if isinstance(reg, bool) or not isinstance(reg, (int, float, np.floating)):
@@ -224,8 +227,8 @@ class LossBased(ProbabilitySampler):
 
     Parameters
     ----------
-    rate : float in (0, 1], optional
-        Target expected sampling rate; default 0.1.
+    rate : float in (0, 1], "auto" or AdaptiveRate, optional
+        Target expected sampling rate; default 0.1 ("auto": :class:`AdaptiveRate`).
     rho : float > 0, optional
         Fixed ``rho``.  Give ``rate`` or ``rho``, not both.
     """

@@ -6,7 +6,8 @@ import numpy as np
 
 from . import compiled
 from ..losses.base import defining_class
-from .base import Sample, Sampler, SamplingState, check_rate
+from .adaptive import AdaptiveRate, observe_sample, resolve_rate
+from .base import Sample, Sampler, SamplingState
 
 
 class Full(Sampler):
@@ -35,19 +36,29 @@ class Uniform(Sampler):
 
     Parameters
     ----------
-    rate : float in (0, 1], default=0.1
+    rate : float in (0, 1], "auto" or AdaptiveRate, default=0.1
+        "auto": start low and grow while the trees are noise-dominated (:class:`AdaptiveRate`).
     """
 
-    def __init__(self, rate: float = 0.1) -> None:
-        self.rate = check_rate(rate)
+    def __init__(self, rate: float | str | AdaptiveRate = 0.1) -> None:
+        self.rate = resolve_rate(rate)
+
+    @property
+    def needs_leaves(self) -> bool:  # type: ignore[override]
+        """An adaptive rate reads the newest tree's leaves (:mod:`.adaptive`)."""
+        return isinstance(self.rate, AdaptiveRate)
 
     def sample(self, state: SamplingState, rng: np.random.Generator) -> Sample:
         # the compiled draw with the constant importance: p_i = rate.  At rate 1 every row
         # is drawn and the scale is exactly 1.0: the sampling path adds nothing to Full().
+        adaptive = isinstance(self.rate, AdaptiveRate)
+        rate = self.rate.rate_for(state.history, state.iteration) if adaptive else self.rate
         g, h = state.kernel_arrays()
-        solution = compiled.Solution(compiled.Importance(compiled.CONST, state.num_rows, g, h), 1.0, 1.0, self.rate)
+        solution = compiled.Solution(compiled.Importance(compiled.CONST, state.num_rows, g, h), 1.0, 1.0, rate)
         indices, grad, hess = compiled.draw_sample(solution, h, compiled.Fit(g), rng, compiled.workspace_of(self),
                                                    state.one_dimensional)
+        if adaptive:
+            observe_sample(self.rate, state, indices, grad, hess, constant_p=rate)
         return Sample(indices, grad, hess)
 
     def _fused_statistics(self) -> tuple[int, int] | None:

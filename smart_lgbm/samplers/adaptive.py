@@ -1,0 +1,275 @@
+"""An adaptive sampling rate: start low, grow when the sampled trees are noise-dominated.
+
+A fixed rate leaves a noise floor.  Each leaf's fitted gradient sum is an importance-weighted
+estimate ``G~_j = sum_{i in S, i in j} g_i / p_i`` of the full-data sum ``G_j`` with variance
+``V_j = sum_{i in j} g_i^2 (1 - p_i) / p_i``, estimated without bias from the drawn rows by
+``sum_{i in S, i in j} (g_i / p_i)^2 (1 - p_i)``.  That variance does not shrink as the model
+converges, while the signal ``G_j`` does, so near the optimum the trees fit mostly noise (as
+constant-step SGD does).  Growing the sample when the noise dominates is the classic remedy
+(Byrd, Chin, Nocedal & Wu 2012; Bollapragada, Byrd & Nocedal 2018: the "norm test").
+
+The test here is that norm test in the tree's own metric.  A Newton leaf step's gain is
+``G_j^2 / H_j``; the sampled one's expected gain is ``(G_j^2 + V_j) / H_j``, so the *noise
+share* of the gain a tree over the partition ``{j}`` would fit on this sample is
+
+    r = sum_j V~_j / H~_j  /  sum_j G~_j^2 / H~_j.
+
+The partition is the newest tree's leaves (every tree of the run splits the rows into about
+``num_leaves`` groups, and the next tree is much like it), evaluated on the *current*
+iteration's sample, which that tree never saw: ``G~_j``, ``H~_j`` and ``V~_j`` are per-leaf sums
+over the drawn rows (O(sample) work, ``p_i`` read back from the drawn row's reweighting
+``h_i / h~_i``).  Every ``window`` iterations the shares are pooled, ``R = sum N_t / sum Q_t``
+over the window, and if ``R > threshold`` the rate is multiplied by ``growth`` (capped at
+``maximum``; 1.0 is full boosting).  The rate never shrinks.
+
+On several machines (:mod:`smart_lgbm.dask`) the per-leaf sums of every machine are added up
+(one exchange per window through the run's ``allgather``), so that every machine takes the
+same decision and draws at the same rate.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+__all__ = ["AdaptiveRate", "noise_share_sums", "observe_sample", "pooled_noise_share", "resolve_rate"]
+
+
+def _number(value: Any, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"AdaptiveRate: {name} must be a number, got {type(value).__name__}")
+    value = float(value)
+    if not np.isfinite(value):
+        raise ValueError(f"AdaptiveRate: {name} must be finite, got {value!r}")
+    return value
+
+
+class AdaptiveRate:
+    """Controller of a sampler's rate: grows it while the sampled trees are noise-dominated.
+
+    Give it as a sampler's rate (``FirstOrder(rate=AdaptiveRate(...))``); ``rate="auto"`` is
+    ``AdaptiveRate()``.
+
+    Parameters
+    ----------
+    start : float in (0, 1], default=0.1
+        The rate of the first iterations.
+    maximum : float in (0, 1], default=1.0
+        The rate is never grown beyond it (1.0: full boosting, every row drawn).
+    threshold : float in (0, 1), default=0.3
+        Grow when the noise share of the sampled gain, pooled over a window, exceeds it.
+    growth : float > 1, default=2.0
+        Factor applied to the rate at each growth.
+    window : int >= 1, default=10
+        Iterations pooled per decision; one decision (and, on several machines, one
+        exchange of per-leaf sums) per window.
+
+    Notes
+    -----
+    Deterministic: decisions depend only on the gradients, the draws and the trees, all fixed
+    by the seed.  The state of a run lives on its :class:`GradientHistory` (each engine run,
+    each training set of a :class:`smart_lgbm.SmartObjective`, each ``lightgbm.cv`` fold has
+    its own), so one sampler object may serve several runs.  The test reads the leaves of
+    the newest tree (the sampler asks the engine for them through ``needs_leaves``).
+    """
+
+    def __init__(self, start: float = 0.1, maximum: float = 1.0, threshold: float = 0.3, growth: float = 2.0,
+                 window: int = 10) -> None:
+        start = _number(start, "start")
+        maximum = _number(maximum, "maximum")
+        threshold = _number(threshold, "threshold")
+        growth = _number(growth, "growth")
+        if not 0.0 < start <= 1.0:
+            raise ValueError(f"AdaptiveRate: start must be in (0, 1], got {start!r}")
+        if not 0.0 < maximum <= 1.0:
+            raise ValueError(f"AdaptiveRate: maximum must be in (0, 1], got {maximum!r}")
+        if maximum < start:
+            raise ValueError(f"AdaptiveRate: maximum ({maximum!r}) must be >= start ({start!r})")
+        if not 0.0 < threshold < 1.0:
+            raise ValueError(f"AdaptiveRate: threshold must be in (0, 1), got {threshold!r}")
+        if not growth > 1.0:
+            raise ValueError(f"AdaptiveRate: growth must be > 1, got {growth!r}")
+        if isinstance(window, bool) or not isinstance(window, (int, np.integer)):
+            raise TypeError(f"AdaptiveRate: window must be an integer >= 1, got {type(window).__name__}")
+        if window < 1:
+            raise ValueError(f"AdaptiveRate: window must be an integer >= 1, got {window!r}")
+        self.start, self.maximum, self.threshold, self.growth = start, maximum, threshold, growth
+        self.window = int(window)
+
+    def __repr__(self) -> str:
+        return (f"AdaptiveRate(start={self.start!r}, maximum={self.maximum!r}, threshold={self.threshold!r}, "
+                f"growth={self.growth!r}, window={self.window!r})")
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, AdaptiveRate) and repr(self) == repr(other)
+
+    def __hash__(self) -> int:
+        return hash(repr(self))
+
+    # ------------------------------------------------------------------ per run
+
+    def _run_state(self, history: Any, iteration: int) -> _RunState:
+        """The state of the run ``history`` belongs to (fresh at iteration 0 or after a gap)."""
+        state = getattr(history, "rate_control", None)
+        if not isinstance(state, _RunState) or state.owner is not self or iteration <= state.last_iteration \
+                or iteration == 0:
+            state = _RunState(self)
+            history.rate_control = state
+        return state
+
+    def rate_for(self, history: Any, iteration: int) -> float:
+        """The rate of ``iteration`` of the run whose gradient history is ``history``."""
+        return self._run_state(history, iteration).rate
+
+    def observe(self, history: Any, iteration: int, sums: np.ndarray | None,
+                allgather: Any = None) -> float:
+        """Take one iteration's per-leaf sums (:func:`noise_share_sums`) and decide at the
+        window's end; returns the rate of the next iteration.
+
+        ``allgather(tag, value) -> list``, when given (a machine of a distributed run), adds
+        up every machine's sums before the decision.
+        """
+        state = self._run_state(history, iteration)
+        state.last_iteration = iteration
+        if state.rate >= self.maximum:
+            return state.rate
+        state.pending.append(np.zeros((3, 0)) if sums is None else sums)
+        if (iteration + 1) % self.window:
+            return state.rate
+        pending, state.pending = state.pending, []
+        if allgather is not None:
+            gathered = allgather(f"adaptive_rate_{iteration}", [p.tolist() for p in pending])
+            pending = _add_machines([[np.asarray(p, dtype=np.float64).reshape(3, -1) for p in rank]
+                                     for rank in gathered])
+        share = pooled_noise_share(pending)
+        state.shares.append((iteration, share))
+        if share is not None and share > self.threshold:
+            state.rate = min(self.maximum, state.rate * self.growth)
+        return state.rate
+
+    def check_iterations(self, num_rounds: int) -> range:
+        """The iterations at which a run of ``num_rounds`` decides (and, distributed, exchanges)."""
+        return range(self.window - 1, int(num_rounds), self.window)
+
+
+class _RunState:
+    """One run's controller state: its rate and the window's per-iteration sums."""
+
+    def __init__(self, owner: AdaptiveRate) -> None:
+        self.owner = owner
+        self.rate = owner.start
+        self.last_iteration = -1
+        self.pending: list[np.ndarray] = []
+        #: (iteration, pooled noise share or None) of every decision, for inspection
+        self.shares: list[tuple[int, float | None]] = []
+
+
+def _add_machines(per_rank: list[list[np.ndarray]]) -> list[np.ndarray]:
+    """Per iteration, every machine's per-leaf sums added up in rank order (padded to the
+    most leaves any machine saw)."""
+    out = []
+    for t in range(len(per_rank[0])):
+        width = max(rank[t].shape[1] for rank in per_rank)
+        total = np.zeros((3, width))
+        for rank in per_rank:
+            total[:, : rank[t].shape[1]] += rank[t]
+        out.append(total)
+    return out
+
+
+def pooled_noise_share(sums: list[np.ndarray]) -> float | None:
+    """``sum_t N_t / sum_t Q_t`` over iterations' per-leaf sums ``(G~, H~, V~)``, None
+    when no leaf had hessian (nothing to judge)."""
+    noise = gain = 0.0
+    for s in sums:
+        if s.shape[1] == 0:
+            continue
+        g, h, v = s
+        used = h > 0.0
+        noise += float(np.sum(v[used] / h[used]))
+        gain += float(np.sum(g[used] * g[used] / h[used]))
+    if gain <= 0.0:
+        return None
+    return noise / gain
+
+
+def noise_share_sums(indices: np.ndarray, fit_grad: np.ndarray, fit_hess: np.ndarray, hess: np.ndarray,
+                     leaves: np.ndarray, constant_p: float | None = None) -> np.ndarray:
+    """Per-leaf sums ``(G~_j, H~_j, V~_j)`` of a sample over a tree's leaves, shape (3, L*K).
+
+    Parameters
+    ----------
+    indices : ndarray of int32, shape (m,)
+        The drawn rows.
+    fit_grad, fit_hess : ndarray of shape (m, K)
+        Their fitting gradients and hessians (``g / p``, ``h / p``).
+    hess : ndarray of shape (n, K)
+        Every row's hessian: ``p_i = h_i / h~_i`` (rows with ``h~_i = 0`` add no variance
+        when their fitting gradient is 0 too; otherwise ``p`` is read from the gradients).
+    leaves : ndarray of shape (n,) or (n, K)
+        Every row's leaf in the newest tree(s).
+    constant_p : float, optional
+        The one inclusion probability of every row (uniform sampling).
+
+    Returns
+    -------
+    ndarray of shape (3, L*K)
+        Rows: gradient sum, hessian sum and estimated variance of the gradient sum, per
+        leaf of tree 0, then tree 1, ...; ``V~_j = sum (g_i/p_i)^2 (1 - p_i)``.
+    """
+    k = fit_grad.shape[1]
+    if constant_p is not None:
+        p = np.full(indices.shape[0], constant_p)
+    else:
+        h_fit = fit_hess.sum(axis=1, dtype=np.float64)
+        h_row = hess[indices].sum(axis=1, dtype=np.float64)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            p = np.where(h_fit > 0.0, h_row / h_fit, 1.0)
+        p = np.clip(p, 0.0, 1.0)
+    keep = 1.0 - p
+    leaf_rows = leaves[indices].reshape(indices.shape[0], -1)
+    width = int(leaf_rows.max()) + 1 if leaf_rows.size else 1
+    out = np.zeros((3, width * k))
+    for c in range(k):
+        lf = leaf_rows[:, c if leaf_rows.shape[1] == k else 0]
+        g = fit_grad[:, c].astype(np.float64)
+        sl = slice(c * width, (c + 1) * width)
+        out[0, sl] = np.bincount(lf, weights=g, minlength=width)
+        out[1, sl] = np.bincount(lf, weights=fit_hess[:, c].astype(np.float64), minlength=width)
+        out[2, sl] = np.bincount(lf, weights=g * g * keep, minlength=width)
+    return out
+
+
+def resolve_rate(rate: Any, name: str = "rate") -> float | AdaptiveRate:
+    """A sampler's ``rate``: a number in (0, 1], ``"auto"`` (:class:`AdaptiveRate` with its
+    defaults) or an :class:`AdaptiveRate`."""
+    if isinstance(rate, AdaptiveRate):
+        return rate
+    if isinstance(rate, str):
+        if rate == "auto":
+            return AdaptiveRate()
+        raise TypeError(f"{name} must be a number in (0, 1], \"auto\" or an AdaptiveRate, got the string {rate!r}")
+    from .base import check_rate
+
+    return check_rate(rate, name)
+
+
+def observe_sample(controller: AdaptiveRate, state: Any, indices: np.ndarray, fit_grad: np.ndarray,
+                   fit_hess: np.ndarray, constant_p: float | None = None) -> None:
+    """Feed one iteration's sample to ``controller`` (the samplers' shared hook).
+
+    Uses the newest tree's leaves when the run has them (none before the first tree), and
+    the run's ``allgather`` on a machine of a distributed run.
+    """
+    from ..distributed import current_worker
+
+    leaves = state.history.leaves
+    sums = None
+    if leaves is not None and np.shape(leaves)[0] == state.num_rows:
+        m = indices.shape[0]
+        sums = noise_share_sums(indices, fit_grad.reshape(m, -1), fit_hess.reshape(m, -1),
+                                state.kernel_arrays()[1], np.asarray(leaves), constant_p)
+    worker = current_worker()
+    controller.observe(state.history, state.iteration, sums,
+                       None if worker is None or worker.num_machines < 2 else worker.allgather)

@@ -1,0 +1,319 @@
+"""The adaptive sampling rate (rate="auto", AdaptiveRate): its test, its decisions, its plumbing."""
+
+from __future__ import annotations
+
+import lightgbm as lgb
+import numpy as np
+import pytest
+
+import smart_lgbm as sl
+from smart_lgbm.losses import BinaryLogloss, Target
+from smart_lgbm.samplers import GradientHistory, SamplingState
+from smart_lgbm.samplers.adaptive import noise_share_sums, pooled_noise_share
+
+BASE = {"objective": "binary", "num_leaves": 15, "learning_rate": 0.1, "verbosity": -1, "num_threads": 1}
+
+
+# ---------------------------------------------------------------- the statistic
+
+
+def test_noise_share_sums_match_their_definition(rng):
+    n, m = 200, 60
+    idx = np.sort(rng.choice(n, m, replace=False)).astype(np.int32)
+    p = rng.uniform(0.05, 1.0, size=m)
+    g = rng.normal(size=(n, 1))
+    h = rng.uniform(0.1, 1.0, size=(n, 1))
+    leaves = rng.integers(0, 4, size=n)
+    fit_g, fit_h = g[idx] / p[:, None], h[idx] / p[:, None]
+    sums = noise_share_sums(idx, fit_g, fit_h, h, leaves)
+    for j in range(4):
+        rows = leaves[idx] == j
+        assert sums[0, j] == pytest.approx(fit_g[rows, 0].sum())
+        assert sums[1, j] == pytest.approx(fit_h[rows, 0].sum())
+        assert sums[2, j] == pytest.approx(np.sum(fit_g[rows, 0] ** 2 * (1 - p[rows])))
+    # the share is the variance part over the whole expected gain
+    used = sums[1] > 0
+    expected = np.sum(sums[2][used] / sums[1][used]) / np.sum(sums[0][used] ** 2 / sums[1][used])
+    assert pooled_noise_share([sums]) == pytest.approx(expected)
+
+
+def test_every_row_drawn_has_no_noise(rng):
+    n = 50
+    g, h = rng.normal(size=(n, 1)), np.ones((n, 1))
+    idx = np.arange(n, dtype=np.int32)
+    sums = noise_share_sums(idx, g, h, h, rng.integers(0, 3, size=n))
+    assert np.all(sums[2] == 0) and pooled_noise_share([sums]) == 0.0
+
+
+def test_multiclass_sums_are_per_tree(rng):
+    n, k = 40, 3
+    g, h = rng.normal(size=(n, k)), rng.uniform(0.5, 1.0, size=(n, k))
+    leaves = rng.integers(0, 2, size=(n, k))
+    idx = np.arange(0, n, 2, dtype=np.int32)
+    sums = noise_share_sums(idx, g[idx] / 0.5, h[idx] / 0.5, h, leaves)
+    assert sums.shape == (3, 2 * k)
+    for c in range(k):
+        for j in range(2):
+            rows = leaves[idx, c] == j
+            assert sums[0, c * 2 + j] == pytest.approx((g[idx][rows, c] / 0.5).sum())
+
+
+# ---------------------------------------------------------------- decisions
+
+
+def _state(it: int, grad: np.ndarray, history: GradientHistory) -> SamplingState:
+    loss = BinaryLogloss()
+    n = grad.shape[0]
+    return SamplingState(it, grad, np.ones(n), np.zeros(n), loss, Target(label=np.zeros(n)), history)
+
+
+def _rates(sampler: sl.Sampler, grad_of: callable, leaves: np.ndarray, iterations: int) -> list[float]:
+    history = GradientHistory(leaves=leaves)
+    rates = []
+    for it in range(iterations):
+        state = _state(it, grad_of(it), history)
+        rates.append(sampler.sample(state, np.random.default_rng(it)).size / leaves.shape[0])
+    return rates
+
+
+def test_noise_dominated_trees_grow_the_rate():
+    # each leaf's gradients sum to exactly 0: whatever a tree fits on a sample is noise
+    n = 20_000
+    leaves = np.arange(n) % 8
+    signs = np.where((np.arange(n) // 8) % 2 == 0, 1.0, -1.0)
+    gen = np.random.default_rng(0)
+
+    pair = (np.arange(n) // 16) * 8 + np.arange(n) % 8  # rows i and i + 8: one leaf, opposite signs
+
+    def noise(it):
+        return signs * gen.uniform(0.5, 2.0, size=n // 2)[pair]
+
+    control = sl.AdaptiveRate(start=0.05, threshold=0.3, growth=2.0, window=2)
+    rates = _rates(sl.FirstOrder(rate=control), noise, leaves, 8)
+    assert rates[0] == pytest.approx(0.05, abs=0.01) and rates[1] == pytest.approx(0.05, abs=0.01)
+    assert rates[2] == pytest.approx(0.10, abs=0.01)  # grown after the first window
+    assert rates[4] == pytest.approx(0.20, abs=0.01)
+    assert rates[7] == pytest.approx(0.40, abs=0.015)
+
+
+def test_signal_dominated_trees_keep_the_rate():
+    # each leaf's gradients share a sign and a size: the sampled leaf sums are nearly exact
+    n = 20_000
+    leaves = np.arange(n) % 8
+    gen = np.random.default_rng(0)
+
+    def signal(it):
+        return np.where(leaves % 2 == 0, 1.0, -1.0) * (1.0 + 0.1 * gen.random(n))
+
+    rates = _rates(sl.FirstOrder(rate=sl.AdaptiveRate(start=0.05, window=2)), signal, leaves, 8)
+    assert all(r == pytest.approx(0.05, abs=0.01) for r in rates)
+
+
+def test_growth_stops_at_the_maximum_and_full_draws_every_row():
+    n = 4_000
+    leaves = np.arange(n) % 4
+    signs = np.where((np.arange(n) // 4) % 2 == 0, 1.0, -1.0)  # every leaf's sum is 0
+    control = sl.AdaptiveRate(start=0.25, maximum=1.0, growth=2.0, window=1)
+    rates = _rates(sl.Uniform(rate=control), lambda it: signs, leaves, 5)
+    assert rates[0] == pytest.approx(0.25, abs=0.03) and rates[1] == pytest.approx(0.5, abs=0.03)
+    assert rates[2:] == [1.0, 1.0, 1.0]
+
+
+def test_no_leaves_no_decision():
+    # before the first tree there is no partition to judge: the rate stays
+    n = 5_000
+    gen = np.random.default_rng(2)
+    history = GradientHistory()
+    sampler = sl.MVS(rate=sl.AdaptiveRate(start=0.1, window=1))
+    for it in range(3):
+        sampler.sample(_state(it, gen.choice([-1.0, 1.0], size=n), history), np.random.default_rng(it))
+    assert sampler.rate.rate_for(history, 3) == 0.1
+
+
+# ---------------------------------------------------------------- arguments
+
+
+@pytest.mark.parametrize("kwargs, name", [
+    ({"start": 0.0}, "start"), ({"start": 1.5}, "start"), ({"maximum": 0.0}, "maximum"),
+    ({"start": 0.5, "maximum": 0.2}, "maximum"), ({"threshold": 0.0}, "threshold"), ({"threshold": 1.0}, "threshold"),
+    ({"growth": 1.0}, "growth"), ({"window": 0}, "window"), ({"start": float("nan")}, "start"),
+])
+def test_invalid_values_name_the_parameter(kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        sl.AdaptiveRate(**kwargs)
+
+
+@pytest.mark.parametrize("kwargs, name", [
+    ({"start": "low"}, "start"), ({"growth": True}, "growth"), ({"window": 2.5}, "window"), ({"threshold": None}, "threshold"),
+])
+def test_invalid_types_name_the_parameter(kwargs, name):
+    with pytest.raises(TypeError, match=name):
+        sl.AdaptiveRate(**kwargs)
+
+
+def test_rate_accepts_auto_and_refuses_other_strings():
+    for cls in (sl.FirstOrder, sl.SecondOrder, sl.MVS, sl.LossBased, sl.Uniform):
+        assert cls(rate="auto").rate == sl.AdaptiveRate()
+        assert cls(rate="auto").needs_leaves
+        assert not cls(rate=0.2).needs_leaves
+        with pytest.raises(TypeError, match="rate must be a number in \\(0, 1\\], \"auto\""):
+            cls(rate="fast")
+    assert sl.make_sampler("mvs", rate="auto").rate == sl.AdaptiveRate()
+    with pytest.raises(ValueError, match="rate"):
+        sl.make_sampler("first_order", rate="fast")
+
+
+# ---------------------------------------------------------------- through the engine
+
+
+def _train(X, y, sampler, rounds=60, seed=3, **extra):
+    rec: dict = {}
+    booster = sl.train({**BASE, "seed": seed, **extra}, lgb.Dataset(X, y), rounds, sampler=sampler,
+                       callbacks=[sl.record_sampling(rec)])
+    return booster, rec
+
+
+def test_same_seed_same_model_and_rate_recorded(a9a_small):
+    (X, y), _ = a9a_small
+    # a threshold low enough that this short run must grow its rate
+    control = sl.AdaptiveRate(start=0.1, threshold=0.05, window=5)
+    one, rec_one = _train(X, y, sl.FirstOrder(rate=control))
+    two, rec_two = _train(X, y, sl.FirstOrder(rate=control))
+    assert one.model_to_string() == two.model_to_string()
+    assert rec_one["sampling_rate"] == rec_two["sampling_rate"]
+    rates = np.array(rec_one["sampling_rate"])
+    assert np.all(np.abs(rates[:5] - 0.1) < 0.03)  # the first window at the start rate
+    assert rates[-10:].mean() > 0.3  # grown since
+    assert np.all(np.diff(rates[::5][1:]) > -0.05)  # never shrinks (up to draw noise)
+    other, _ = _train(X, y, sl.FirstOrder(rate=control), seed=4)
+    assert other.model_to_string() != one.model_to_string()
+
+
+def test_auto_differs_from_a_fixed_rate_only_once_grown(a9a_small):
+    (X, y), _ = a9a_small
+    # never grown (window longer than the run): the same model as the fixed start rate
+    never = sl.AdaptiveRate(start=0.2, window=1000)
+    auto, _ = _train(X, y, sl.MVS(rate=never), rounds=20)
+    fixed, _ = _train(X, y, sl.MVS(rate=0.2), rounds=20)
+    assert auto.model_to_string() == fixed.model_to_string()
+
+
+def test_estimator_and_config(a9a_small, tmp_path):
+    (X, y), (Xt, yt) = a9a_small
+    clf = sl.SmartClassifier(n_estimators=30, num_leaves=15, sampler="first_order", sampler_params={"rate": "auto"},
+                             random_state=1, verbose=-1)
+    clf.fit(X, y)
+    again = sl.SmartClassifier(**clf.get_params()).fit(X, y)
+    np.testing.assert_array_equal(clf.predict_proba(Xt), again.predict_proba(Xt))
+    from smart_lgbm.compare.config import ConfigError, load_config
+
+    good = tmp_path / "c.toml"
+    good.write_text('[methods.fa]\nkind = "first_order"\nrate = "auto"\n[[experiments]]\nname = "a"\n'
+                    'metric = "binary_logloss"\ndata = { source = "bundled", name = "a9a" }\n'
+                    'params = { objective = "binary" }\n')
+    method = load_config(good).experiments[0].methods[0]
+    assert method.options == {"rate": "auto"}
+    bad = tmp_path / "b.toml"
+    bad.write_text(good.read_text().replace('"auto"', '"fast"'))
+    with pytest.raises(ConfigError, match="rate"):
+        load_config(bad)
+
+
+def test_smart_objective_grows_the_rate_deterministically(a9a_small):
+    (X, y), (Xt, _) = a9a_small
+    control = sl.AdaptiveRate(start=0.1, threshold=0.05, window=5)
+    runs = []
+    for _ in range(2):
+        obj = sl.SmartObjective("binary", sl.FirstOrder(rate=control), seed=9)
+        booster = lgb.train({**BASE, "objective": obj}, lgb.Dataset(X, y, free_raw_data=False), 25,
+                            callbacks=[obj.callback])
+        runs.append((booster.predict(Xt, raw_score=True), list(obj.record["sampling_rate"])))
+    np.testing.assert_array_equal(runs[0][0], runs[1][0])
+    rates = np.array(runs[0][1])
+    assert runs[0][1] == runs[1][1] and len(rates) == 25
+    assert np.all(np.abs(rates[:5] - 0.1) < 0.03) and rates[-5:].mean() > 0.15  # it grew
+    # without the callback the objective cannot see the leaves: refused, naming the sampler
+    obj = sl.SmartObjective("binary", sl.FirstOrder(rate=control), seed=9)
+    with pytest.raises(ValueError, match="leaves"):
+        lgb.train({**BASE, "objective": obj}, lgb.Dataset(X, y, free_raw_data=False), 3)
+
+
+# ---------------------------------------------------------------- the comparison report
+
+
+def test_report_sets_best_beside_stock_full_and_times_two_tolerances():
+    from smart_lgbm.compare.methods import RunRecord
+    from smart_lgbm.compare.report import build_table, mean_curves, to_markdown
+
+    def rec(method, kind, values, seconds):
+        return RunRecord("e", method, kind, 0, "m", False, list(values), [1.0] * len(values), list(seconds))
+
+    records = [rec("stock_full", "stock_full", [0.5, 0.4, 0.45], [1, 1, 1]),
+               rec("fo_auto", "first_order", [0.6, 0.405, 0.4003], [0.2, 0.2, 0.2]),
+               rec("fo", "first_order", [0.6, 0.42, 0.41], [0.1, 0.1, 0.1])]
+    table = build_table("e", "m", False, mean_curves(records), tolerance=0.01)
+    assert table.full_best == 0.4
+    ttt = table.time_to_target
+    assert ttt.tolerances == (0.01, 0.0005) and ttt.reference == "stock_full"
+    # config tolerance: threshold 0.41; tight: 0.4005
+    assert ttt.cells["stock_full"] == [(2.0, 2, 1.0), (2.0, 2, 1.0)]
+    seconds, iteration, speedup = ttt.cells["fo_auto"][0]
+    assert (iteration, speedup) == (2, pytest.approx(5.0)) and seconds == pytest.approx(0.4)
+    seconds, iteration, speedup = ttt.cells["fo_auto"][1]
+    assert (iteration, speedup) == (3, pytest.approx(2.0 / 0.6))
+    assert ttt.cells["fo"][0][1] == 3 and ttt.cells["fo"][1] == (None, None, None)
+    text = to_markdown(table)
+    assert "vs stock_full's best" in text
+    assert "| fo_auto | 1 | 0.4003 | 3 |" in text and "+0.0003 (worse)" in text
+    assert "| fo | 1 | 0.4100 | 3 |" in text and "+0.0100 (worse)" in text
+    assert "| method | target + 0.01 | target + 0.0005 |" in text
+    assert "| fo | 0.300 (3, 6.67x) | not reached |" in text
+    # a tight tolerance equal to the config's gives one column
+    one = build_table("e", "m", False, mean_curves(records), tolerance=0.0005)
+    assert one.time_to_target.tolerances == (0.0005,)
+
+
+# ---------------------------------------------------------------- Dask: one rate for all workers
+
+
+def test_dask_workers_share_one_rate():
+    distributed = pytest.importorskip("distributed")
+    import logging
+
+    import dask.array as da
+
+    from smart_lgbm.dask import DaskSmartClassifier, _model_digest
+
+    rng = np.random.default_rng(0)
+    Xn = rng.integers(0, 12, size=(6000, 5)).astype(np.float64)
+    # machine 0 holds coin-flip labels (its trees' leaf sums are noise), machine 1 clean ones:
+    # alone, machine 0 would grow its rate and machine 1 keep it; together they decide once
+    yn = (Xn[:, 0] + Xn[:, 1] > 11).astype(np.int64)
+    yn[:3000] = rng.integers(0, 2, size=3000)
+    control = sl.AdaptiveRate(start=0.1, threshold=0.3, window=5)
+    params = {"n_estimators": 30, "num_leaves": 7, "learning_rate": 0.1, "min_child_samples": 5, "verbose": -1,
+              "seed": 2, "sampler": sl.FirstOrder(rate=control)}
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                                  silence_logs=logging.ERROR) as cluster, distributed.Client(cluster) as client:
+        workers = sorted(client.scheduler_info(n_workers=-1)["workers"])
+        pieces = np.array_split(np.arange(6000), 2)
+        futures_X = [client.scatter(Xn[p], workers=[w]) for p, w in zip(pieces, workers)]
+        futures_y = [client.scatter(yn[p], workers=[w]) for p, w in zip(pieces, workers)]
+        X = da.concatenate([da.from_delayed(f, shape=(len(p), 5), dtype=np.float64)
+                            for f, p in zip(futures_X, pieces)]).persist()
+        y = da.concatenate([da.from_delayed(f, shape=(len(p),), dtype=np.int64)
+                            for f, p in zip(futures_y, pieces)]).persist()
+        est = DaskSmartClassifier(client=client, **params).fit(X, y)
+        again = DaskSmartClassifier(client=client, **params).fit(X, y)
+        left = [name for name in client.run_on_scheduler(
+            lambda dask_scheduler: list(dask_scheduler.extensions["variables"].variables)) if "adaptive_rate" in name]
+    rates = [np.array(r["sampling_rate"]) for r in est.worker_records_]
+    assert len(rates) == 2 and all(len(r) == 30 for r in rates)
+    # the same decisions on both machines: per window, both draw at the same target rate
+    for start in range(0, 30, 5):
+        window = [r[start:start + 5].mean() for r in rates]
+        assert abs(window[0] - window[1]) < 0.05, (start, window)
+    assert rates[0][:5].mean() < 0.15
+    # same seed, same model (but for the parameters section, which names each run's ports)
+    assert _model_digest(est.booster_) == _model_digest(again.booster_)
+    assert left == []  # the exchanges' Variables were deleted
