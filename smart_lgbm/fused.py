@@ -32,6 +32,7 @@ from .walk.forest import add_coded_outputs
 #: The losses the pass computes (their ``_fused_loss()`` names).
 LOSSES = {"binary": 0, "l2": 1, "softmax": 2}
 
+
 def _kernels() -> Any:
     from . import _fused_kernels  # numba loads on first use
 
@@ -58,8 +59,7 @@ class FusedPass:
         self.cls = label.astype(np.int32) if loss_name == "softmax" else np.empty(0, dtype=np.int32)
         self.weight = empty_f64 if target.weight is None else np.ascontiguousarray(target.weight, dtype=np.float64)
         self.n, self.k = n, k
-        nb = (n + compiled.BLOCK - 1) // compiled.BLOCK
-        self._nb = nb
+        self._nb = (n + compiled.BLOCK - 1) // compiled.BLOCK
 
     def run(self, codes: BinCodes, forest: CodedForest, scores: np.ndarray,
             known: tuple[np.ndarray, np.ndarray] | None, grad: np.ndarray,
