@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import lightgbm as lgb
 import numpy as np
 import pytest
@@ -305,8 +307,15 @@ def test_dask_workers_share_one_rate():
                             for f, p in zip(futures_y, pieces)]).persist()
         est = DaskSmartClassifier(client=client, **params).fit(X, y)
         again = DaskSmartClassifier(client=client, **params).fit(X, y)
-        left = [name for name in client.run_on_scheduler(
-            lambda dask_scheduler: list(dask_scheduler.extensions["variables"].variables)) if "adaptive_rate" in name]
+        # Variable.delete() is a message to the scheduler, not a round trip: poll until they are gone
+        deadline = time.monotonic() + 30
+        while True:
+            left = [name for name in client.run_on_scheduler(
+                lambda dask_scheduler: list(dask_scheduler.extensions["variables"].variables))
+                if "adaptive_rate" in name]
+            if not left or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
     rates = [np.array(r["sampling_rate"]) for r in est.worker_records_]
     assert len(rates) == 2 and all(len(r) == 30 for r in rates)
     # the same decisions on both machines: per window, both draw at the same target rate
