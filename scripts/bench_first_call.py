@@ -129,14 +129,15 @@ def markdown(rows: list[dict], repeats: int) -> str:
     lines = [
         "# First `sl.train` in a fresh process (numba compilation)",
         "",
-        f"`python scripts/bench_first_call.py --repeats {repeats}`: each entry point in a fresh process with an "
+        f"`python scripts/bench_first_call.py {' '.join(sys.argv[1:])}`: each entry point in a fresh process with an "
         "empty `NUMBA_CACHE_DIR` (`first`), the same call again in that process (`second`: the training "
         "alone), and a new process that finds the cache the first left (`cached`). Seconds, medians of "
         f"{repeats} repeat(s). Data: synthetic, 5,000 rows x 20 (LambdaRank: 250 queries x 20 documents), "
         "5 rounds.",
         "",
         f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
-        f"load average at the end {load[0]:.1f} (above the core count: other work skewed these times).",
+        f"load average at the end {load[0]:.1f}"
+        + (" (above the core count: other work skewed these times)." if load[0] > (os.cpu_count() or 1) else "."),
         "",
         "| entry point | import smart_lgbm | first sl.train | second sl.train | first sl.train, cached | "
         "largest compilations (s) |",
