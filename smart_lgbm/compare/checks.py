@@ -14,6 +14,7 @@ import sys
 import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from typing import Any
 
 import lightgbm as lgb
 
@@ -53,7 +54,7 @@ def check_data(exp: Experiment, methods: Sequence[MethodSpec], data: ExperimentD
             check_finite(f"the {name} split's label", split.y)
         except ValueError as exc:
             raise ConfigError(f"{where}: {exc}") from None
-    losses = {}
+    losses: dict[str, Any] = {}
     for method in methods:
         try:
             loss = resolve_loss(canonicalize({**exp.params, **method.params}))

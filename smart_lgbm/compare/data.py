@@ -100,6 +100,8 @@ def _bundled(spec: DataSpec) -> tuple[Split, Split]:
 
 
 def _synthetic(spec: DataSpec) -> tuple[Split, Split]:
+    # The config schema requires both for synthetic data (DataSpec validates them).
+    assert spec.n_rows is not None and spec.n_features is not None
     if spec.generator == "dense_binary":
         from ..datasets.synthetic import make_dense_binary
 
@@ -223,7 +225,7 @@ def load_data(spec: DataSpec, where: str = "[data]") -> ExperimentData:
         raise ConfigError(f"{where}: {error_text(exc)}") from None
     train, valid = _head(train, spec.max_rows), _head(valid, spec.max_rows)
     desc = f"{spec.describe()}: {train.num_rows} train / {valid.num_rows} valid rows, {train.X.shape[1]} features"
-    if train.group is not None:
+    if train.group is not None and valid.group is not None:
         desc += f", {len(train.group)} / {len(valid.group)} queries"
     return ExperimentData(train, valid, desc)
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import IO, Any
 
 
-def atomic_write(path: str | os.PathLike, write: Callable[[IO[Any]], None], *, binary: bool = False) -> Path:
+def atomic_write(path: str | os.PathLike, write: Callable[[IO[Any]], object], *, binary: bool = False) -> Path:
     """Write ``path`` atomically through ``write(file_object)``.
 
     Parameters
@@ -54,7 +54,8 @@ def atomic_write(path: str | os.PathLike, write: Callable[[IO[Any]], None], *, b
         # mkstemp makes the file private (0600); results are ordinary files, so give the
         # permissions a plain open() would.
         os.chmod(tmp, 0o666 & ~_umask())
-        with os.fdopen(fd, "wb" if binary else "w", **({} if binary else {"encoding": "utf-8", "newline": ""})) as fh:
+        fh: IO[Any] = os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", encoding="utf-8", newline="")
+        with fh:
             write(fh)
             fh.flush()
             os.fsync(fh.fileno())

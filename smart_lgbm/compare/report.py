@@ -235,13 +235,13 @@ def first_reaching(values: np.ndarray, target: float, higher_is_better: bool, to
     return int(hits[0]) if hits.size else None
 
 
-def best_index(values: np.ndarray, higher_is_better: bool) -> int:
+def best_index(values: np.ndarray | Sequence[float], higher_is_better: bool) -> int:
     """0-based index of the first occurrence of the best value."""
     values = np.asarray(values, dtype=np.float64)
     return int(np.argmax(values) if higher_is_better else np.argmin(values))
 
 
-def asri(sampling_rate: np.ndarray, index: int) -> float:
+def asri(sampling_rate: np.ndarray | Sequence[float], index: int) -> float:
     """Average sampling rate per iteration over iterations 0..``index`` (inclusive)."""
     return float(np.mean(np.asarray(sampling_rate, dtype=np.float64)[: index + 1]))
 
@@ -289,10 +289,10 @@ def equal_time(curves: Sequence[Curve], reference: Curve, seconds: float, basis:
     The value is that of the last iteration whose cumulative seconds are within the time;
     None when the first iteration alone took longer.
     """
-    cells = {}
+    cells: dict[str, list[tuple[float | None, int | None, bool]]] = {}
     for curve in curves:
         cumulative = curve.cumulative_seconds
-        row = []
+        row: list[tuple[float | None, int | None, bool]] = []
         for share in shares:
             n = int(np.searchsorted(cumulative, share * seconds, side="right"))
             ended = n == curve.num_iterations and bool(cumulative[-1] < share * seconds)
@@ -479,7 +479,7 @@ def to_markdown(table: Table) -> str:
         else:
             cells = [row.method, str(row.runs), f"{row.value:.4f}", str(row.iterations), f"{row.asri:.4f}",
                      _seconds(row.seconds)] + [""] * len(refs)
-            if beside:
+            if beside and row.value is not None and table.full_best is not None:
                 cells[-1] = _versus(row.value, table.full_best, table.higher_is_better)
         lines.append("| " + " | ".join(cells) + " |")
     if table.time_to_target is not None:
@@ -539,7 +539,7 @@ def _equal_time_markdown(et: EqualTime, metric: str, higher_is_better: bool) -> 
     ]
     best = []
     for k in range(len(et.shares)):
-        values = [row[k][0] for row in et.cells.values() if row[k][0] is not None]
+        values = [v for row in et.cells.values() if (v := row[k][0]) is not None]
         best.append((max(values) if higher_is_better else min(values)) if values else None)
     for method, row in et.cells.items():
         cells = []

@@ -20,7 +20,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from .checks import WARMUP_ROUNDS, check_data, preflight
 from .config import CompareConfig, ConfigError, Experiment, MethodSpec
@@ -50,7 +50,7 @@ def _unique(values: Sequence | None) -> list | None:
 
 
 def _choose_experiments(config: CompareConfig, names: Sequence[str] | None) -> list[Experiment]:
-    return [config.experiment(n) for n in _unique(names)] if names else list(config.experiments)
+    return [config.experiment(n) for n in dict.fromkeys(names)] if names else list(config.experiments)
 
 
 def _load_checked(exp: Experiment, methods: Sequence[MethodSpec]) -> ExperimentData:
@@ -247,7 +247,7 @@ def run_single(
                           f"metric {exp.metric}")
             for seed in seed_list or method_seeds(spec, exp):
                 label = f"{exp.name} {spec.label} seed {seed}"
-                models = []
+                models: list[Any] = []
                 record = run_method(spec, exp, data, seed, progress.run_hook(label, exp.rounds_of(spec), exp.metric),
                                     on_model=models.append, budget_seconds=budgets[exp.name])
                 progress.run_done(label, record)

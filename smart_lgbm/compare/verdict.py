@@ -128,8 +128,9 @@ def verdict(table: Table, records: Sequence) -> Verdict:
         warns.append(f"{name}: stock full's time to the target moved from {min(reference_seconds):.2f} s to "
                      f"{max(reference_seconds):.2f} s between its runs: the machine's load changed during the "
                      "experiment, and every speed-up carries that spread")
-    reached = sorted((t for t in timings if t.seconds is not None and t.kind != "stock_full"),
-                     key=lambda t: t.seconds)
+    # (seconds, timing) pairs: the sort key and the seconds below are never None.
+    reached = sorted(((t.seconds, t) for t in timings if t.seconds is not None and t.kind != "stock_full"),
+                     key=lambda pair: pair[0])
     better = "higher" if higher else "lower"
     lines = [f"{name} ({metric}, {better} is better): target {_fmt(threshold)} "
              f"(stock full's {'final' if 'final' in table.target_source else 'best'} "
@@ -141,17 +142,17 @@ def verdict(table: Table, records: Sequence) -> Verdict:
     if not reached:
         lines.append("  no other method reached the target")
     elif not reference_seconds:
-        lines.append(f"  fastest: {reached[0].method} in {reached[0].seconds:.1f} s (stock full has no time to the "
+        lines.append(f"  fastest: {reached[0][1].method} in {reached[0][0]:.1f} s (stock full has no time to the "
                      "target to compare with)")
     else:
         ref = float(np.median(reference_seconds))
-        for i, t in enumerate(reached):
+        for i, (seconds, t) in enumerate(reached):
             s = _spread(reference_seconds, t.seed_seconds)
             spread_text = f" (spread {s[0]:.2f}-{s[1]:.2f}x over seeds and stock full runs)" if s else ""
             head = "fastest" if i == 0 else "then"
-            lines.append(f"  {head}: {t.method}, {t.seconds:.1f} s: {ref / t.seconds:.2f}x stock full "
+            lines.append(f"  {head}: {t.method}, {seconds:.1f} s: {ref / seconds:.2f}x stock full "
                          f"({ref:.1f} s){spread_text}; best {_fmt(t.best)}")
-        if reached[0].seconds > ref:
+        if reached[0][0] > ref:
             lines.append("  => stock full was fastest: no sampled method beat it here")
     missed = [t for t in timings if t.seconds is None and t.kind != "stock_full"]
     if missed:
