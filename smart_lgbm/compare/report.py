@@ -533,7 +533,7 @@ def _equal_time_markdown(et: EqualTime, metric: str, higher_is_better: bool) -> 
         f"training time to the target ({_seconds(et.seconds)} s, {et.basis}); the iteration in brackets; "
         "† = its run had ended before that time; — = its first iteration took longer.",
         "",
-        "| method | " + " | ".join(f"{share} ({_seconds(s * et.seconds)} s)" for share, s in zip(shares, et.shares))
+        "| method | " + " | ".join(f"{share} ({_seconds(s * et.seconds)} s)" for share, s in zip(shares, et.shares, strict=True))
         + " |",
         "|---|" + "---:|" * len(shares),
     ]

@@ -149,7 +149,7 @@ def make_mslr_like(
     rng = np.random.default_rng(setup_seq)
 
     group = query_sizes(n_docs, mean_query_size, query_size_sigma, max_query_size, rng)
-    nq = group.shape[0]
+    nq = int(group.shape[0])
     u = rng.normal(0.0, 0.6, nq).astype(np.float32)
     w = rng.uniform(0.5, 1.5, nq).astype(np.float32)
     ctx = rng.normal(0.0, 1.0, (nq, 2)).astype(np.float32)

@@ -17,6 +17,8 @@ only (fixed chunk size), and a train/test split is exactly a row slice of the wh
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -136,7 +138,7 @@ def make_yahoo_like_split(
     """
     if not 0.0 < test_size < 1.0:
         raise ValueError(f"test_size must be in (0, 1), got {test_size}")
-    options = {"mean_query_size": 24.0, "query_size_sigma": 0.6, "max_query_size": 140,
+    options: dict[str, Any] = {"mean_query_size": 24.0, "query_size_sigma": 0.6, "max_query_size": 140,
                "label_shares": YAHOO_LABEL_SHARES, "noise": 0.7}
     unknown = set(kwargs) - set(options)
     if unknown:
@@ -158,7 +160,7 @@ def _generate(n_docs: int, n_features: int, seed: int, test_size: float | None, 
     setup_seq, chunk_seq = np.random.SeedSequence(seed).spawn(2)
     rng = np.random.default_rng(setup_seq)
     group = query_sizes(n_docs, mean_query_size, query_size_sigma, max_query_size, rng)
-    nq = group.shape[0]
+    nq = int(group.shape[0])
     u = rng.normal(0.0, 0.5, nq).astype(np.float32)
     w = rng.uniform(0.5, 1.5, nq).astype(np.float32)
     ctx = rng.normal(0.0, 1.0, (nq, 2)).astype(np.float32)
@@ -180,7 +182,7 @@ def _generate(n_docs: int, n_features: int, seed: int, test_size: float | None, 
         z, q, crng = factors(c)
         lo = c * _CHUNK_ROWS
         relevance[lo:lo + z.shape[0]] = relevance_of(z, w[q], u[q], ctx[q, 0],
-                                                     noise * crng.standard_normal(z.shape[0], dtype=np.float32))
+                                                     noise * crng.standard_normal(int(z.shape[0]), dtype=np.float32))
         row_nnz[lo:lo + z.shape[0]] = _chunk_mask(design, z, crng).sum(axis=1)
     y = labels_from(relevance, shares)
     del relevance
@@ -223,7 +225,7 @@ def _generate(n_docs: int, n_features: int, seed: int, test_size: float | None, 
             indices[dst] = cols[sel]
 
     out = []
-    for (lo, hi, indptr, data, indices), (_, _, qa, qb) in zip(matrices, parts):
+    for (lo, hi, indptr, data, indices), (_, _, qa, qb) in zip(matrices, parts, strict=True):
         X = sp.csr_matrix((data, indices, indptr), shape=(hi - lo, n_features), copy=False)
         out.append((X, y[lo:hi].copy() if len(parts) > 1 else y, group[qa:qb].copy()))
     return out

@@ -42,7 +42,7 @@ multiclass objective and only they do.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -107,16 +107,19 @@ def _raw(fn: Callable[[np.ndarray, Target], float]) -> MetricFn:
 def _ndcg(s: _Scores, t: Target, o: MetricOptions) -> list[float]:
     from .ranking import ndcg_at  # numba: imported when a ranking metric runs
 
+    assert t.group is not None  # the metric's check refused a target without query groups
     return ndcg_at(s.raw, t.label, t.group, list(o.eval_at), label_gain=o.label_gain, weight=t.weight)
 
 
 def _map(s: _Scores, t: Target, o: MetricOptions) -> list[float]:
     from .ranking import map_at
 
+    assert t.group is not None  # the metric's check refused a target without query groups
     return map_at(s.raw, t.label, t.group, list(o.eval_at), weight=t.weight)
 
 
 def _auc_mu(s: _Scores, t: Target, o: MetricOptions) -> list[float]:
+    assert o.auc_mu_weights is not None  # metric_options sets them for every multiclass loss
     return [cm.auc_mu(s.raw, t, o.auc_mu_weights)]
 
 
@@ -342,9 +345,9 @@ class Evaluator:
         """[(output name, value, higher is better), ...] as LightGBM reports them."""
         self.check(target)
         scores = _Scores(raw, self.loss)
-        out = []
+        out: list[tuple[str, float, bool]] = []
         for name in self.names:
             spec = METRICS.get(name) or AT_K_METRICS[name]
             values = spec.fn(scores, target, self.options)
-            out.extend((output, float(v), spec.higher_better) for output, v in zip(self._outputs(name), values))
+            out.extend((output, float(v), spec.higher_better) for output, v in zip(self._outputs(name), values, strict=True))
         return out

@@ -102,7 +102,7 @@ def auc_mu(raw: np.ndarray, target: Target, class_weights: np.ndarray) -> float:
     if target.weight is None:
         class_size = np.diff(offsets).astype(np.float64)
     else:
-        class_size = np.bincount(labels, weights=weight, minlength=num_class)
+        class_size = np.bincount(labels, weights=weight, minlength=num_class).astype(np.float64)
     total = 0.0
     with np.errstate(divide="ignore", invalid="ignore"):
         for i in range(num_class):
