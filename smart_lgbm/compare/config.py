@@ -51,6 +51,7 @@ else:  # pragma: no cover - exercised on Python 3.10 only
 from numbers import Real
 
 from .. import _lightgbm
+from .._param_roles import COMPARE_RESERVED, FITTING_METRICS
 from .._validation import Interval, Param
 from ..metrics import ALIASES as _METRIC_ALIASES
 from ..metrics import METRICS as _METRICS
@@ -141,21 +142,9 @@ _DATA_KEYS = {
     "parquet": ("source", "train", "valid", "label", "group", "features", "test_size", "seed", "max_rows"),
 }
 
-# Shared LightGBM parameters that a method or the experiment sets itself: giving them in
-# [params] would silently change what a method means, so they are refused with the reason.
-_RESERVED_PARAMS = {
-    "metric": "set the experiment's 'metric' key instead (e.g. metric = \"ndcg@10\")",
-    "eval_at": "set the experiment's 'metric' key instead (e.g. metric = \"ndcg@10\")",
-    "num_iterations": "set 'rounds' instead",
-    "seed": "set 'seeds' instead",
-    "data_sample_strategy": "use a method of kind stock_goss",
-    "bagging_fraction": "use a method of kind stock_bagging",
-    "bagging_freq": "use a method of kind stock_bagging",
-    "top_rate": "use a method of kind stock_goss",
-    "other_rate": "use a method of kind stock_goss",
-    "boosting": "every method is gbdt",
-    "early_stopping_round": "a comparison runs all rounds",
-}
+# Shared LightGBM parameters that a method or the experiment sets itself (giving them in
+# [params] would silently change what a method means) are refused with the reason: the
+# ``compare`` column of smart_lgbm/_param_roles.py, COMPARE_RESERVED.
 
 _NDCG = re.compile(r"^ndcg@([1-9][0-9]*)$")
 
@@ -418,20 +407,10 @@ def _metric(value: Any, where: str) -> str:
     raise ConfigError(f"{where} key 'metric' is {value!r}; accepted: {accepted}")
 
 
-#: Objective family (the engine's loss name) -> metrics that measure what it fits.
-#: Probabilities (binary) may be scored by the regression metrics too; a ranking objective's
-#: scores only order the documents of a query, so only NDCG measures them.
-_FITTING_METRICS = {
-    "binary": ("binary_logloss", "binary_error", "auc", "l2", "rmse", "l1", "ndcg@K"),
-    "regression": ("l2", "rmse", "l1", "auc", "ndcg@K"),
-    "multiclass": ("multi_logloss", "multi_error"),
-    "lambdarank": ("ndcg@K",),
-}
-
-
 def check_metric_fits(metric: str, objective: str, family: str, where: str) -> None:
-    """Refuse a metric that does not measure what ``objective`` (of ``family``) fits."""
-    accepted = _FITTING_METRICS.get(family)
+    """Refuse a metric that does not measure what ``objective`` (of ``family``) fits
+    (the fitting metrics of each objective family: smart_lgbm/_param_roles.py, OBJECTIVES)."""
+    accepted = FITTING_METRICS.get(family)
     if accepted is None:
         return
     name = "ndcg@K" if _NDCG.match(metric) else metric
@@ -490,8 +469,8 @@ def _lgb_params(value: Any, where: str) -> dict[str, Any]:
         if key not in known:
             raise ConfigError(f"{where} unknown LightGBM parameter {key!r} (see LightGBM's Parameters page)")
         main = known[key]
-        if main in _RESERVED_PARAMS:
-            raise ConfigError(f"{where} key {key!r} cannot be set here: {_RESERVED_PARAMS[main]}")
+        if main in COMPARE_RESERVED:
+            raise ConfigError(f"{where} key {key!r} cannot be set here: {COMPARE_RESERVED[main]}")
         scalar = (str, int, float, bool)
         # lightgbm.train takes a value, a list of values, or a list of lists of values
         # (interaction_constraints = [[0, 1], [2, 3]]); anything deeper it cannot write.
