@@ -246,3 +246,27 @@ def test_a_spec_added_to_the_table_is_an_estimator_sampler(fake):
         sl.SmartRegressor(sampler="fake", sampler_params={"width": 9}).fit(X, y)
     with pytest.raises(TypeError, match=r"a sampler name \(.*fake\)"):
         sl.SmartRegressor(sampler=3).fit(X, y)
+
+
+def test_deterministic_methods_follow_the_sampler_classes_and_the_role_table(fake, tmp_path):
+    from smart_lgbm.compare.methods import is_deterministic
+
+    methods = "".join(f"[methods.{kind}]\n" for kind in ("stock_full", "stock_goss", "full", "weight_trimming",
+                                                           "uniform", "fake"))
+
+    def deterministic(extra):
+        path = tmp_path / "d.toml"
+        path.write_text(methods + '[[experiments]]\nname = "a"\nmetric = "binary_logloss"\n'
+                        'data = { source = "bundled", name = "a9a" }\n'
+                        f'params = {{ objective = "binary"{extra} }}\n')
+        experiment = cfg.load_config(path).experiments[0]
+        return {m.label for m in experiment.methods if is_deterministic(m, experiment)}
+
+    Fake.deterministic = True
+    try:
+        assert deterministic("") == {"stock_full", "full", "weight_trimming", "fake"}
+        # any parameter that makes the tree learner draw: every seed differs
+        for extra in (", feature_fraction = 0.5", ", extra_trees = true", ", use_quantized_grad = true"):
+            assert deterministic(extra) == set(), extra
+    finally:
+        del Fake.deterministic
