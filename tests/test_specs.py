@@ -270,3 +270,16 @@ def test_deterministic_methods_follow_the_sampler_classes_and_the_role_table(fak
             assert deterministic(extra) == set(), extra
     finally:
         del Fake.deterministic
+
+
+def test_compare_docs_list_each_engine_kind_with_its_spec_s_keys():
+    # docs/compare.md's methods table is written by hand: it must say what the specs say
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "compare.md").read_text()
+    rows = dict(re.findall(r"^\| `(\w+)` \| [^|]* \|\s*([^|]*?)\s*\|$", text, re.M))
+    assert set(cfg.kinds()) <= set(rows)
+    for spec in SPECS:
+        # the keys are the first backticked words of the column: `rate` (0.1, or `"auto"`) or `rho`
+        named = {word for word in re.findall(r"`(\w+)`", rows[spec.name]) if not word.isdigit()}
+        assert named == set(spec.param_names), (spec.name, named)
