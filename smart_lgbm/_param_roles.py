@@ -62,8 +62,8 @@ class ParamRole:
         (:meth:`smart_lgbm.params.EngineConfig.booster_params`; changing it changes models).
     random : callable or None
         For a tree parameter: ``random(params, name)`` says whether its value in ``params``
-        (or its default) makes the tree learner draw random numbers (then each iteration's
-        Booster gets its own seed).
+        makes the tree learner draw random numbers (then each iteration's Booster gets its
+        own seed); its default never does.
     compare : str or None
         Why a comparison config refuses it in ``params`` (what to set instead), or None.
     """

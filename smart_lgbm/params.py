@@ -241,7 +241,9 @@ class EngineConfig:
         quantised gradients draw random numbers; nothing else in growing a tree does.
         """
         p = self.tree_params
-        return any(draws(p, key) for key, draws in RANDOM_TREE_PARAMS.items())
+        # (called every iteration: a parameter left at its default never draws, so only
+        # those given are tested)
+        return any(draws(p, key) for key, draws in RANDOM_TREE_PARAMS.items() if key in p)
 
 
 def _derived_seed(seed: int, iteration: int, tag: int) -> int:
