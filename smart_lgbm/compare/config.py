@@ -40,6 +40,7 @@ import re
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from numbers import Real
 from pathlib import Path
 from typing import Any
 
@@ -47,8 +48,6 @@ if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
-
-from numbers import Real
 
 from .. import _lightgbm
 from .._param_roles import COMPARE_RESERVED, FITTING_METRICS
