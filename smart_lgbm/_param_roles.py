@@ -181,8 +181,9 @@ NOT_FOR_DATASETS = frozenset(_where(lambda r: not r.dataset))
 NOT_IN_MODEL = frozenset(_where(lambda r: r.role is not Role.TREE and not r.model))
 #: Seeds a user may set apart from ``seed`` (LightGBM's: any integer, negative too).
 USER_SEEDS = tuple(name for name in _where(lambda r: r.role is Role.SEED) if name != "seed")
-#: The tree learner's seeds, in the order of their per-iteration stream tags (1, 2, ...).
-TREE_SEEDS = tuple(sorted(_where(lambda r: r.tree_seed is not None), key=lambda n: ROLES[n].tree_seed or 0))
+#: The tree learner's seeds -> the tags of their per-iteration streams, in tag order.
+TREE_SEEDS: dict[str, int] = dict(sorted(((name, row.tree_seed) for name, row in ROLES.items()
+                                          if row.tree_seed is not None), key=lambda item: item[1]))
 #: Tree parameters that can make the tree learner draw random numbers -> the test of a value.
 RANDOM_TREE_PARAMS: dict[str, Callable[[Mapping[str, Any], str], bool]] = {
     name: row.random for name, row in ROLES.items() if row.random is not None}

@@ -22,7 +22,6 @@ from ._param_roles import (
     NOT_IN_MODEL,
     OBJECTIVE_FAMILIES,
     RANDOM_TREE_PARAMS,
-    ROLES,
     TREE_SEEDS,
     USER_SEEDS,
 )
@@ -203,9 +202,9 @@ class EngineConfig:
         seeds = {"seed": _derived_seed(self.seed, iteration, 0)}
         # An explicit feature_fraction_seed / extra_seed overrides what LightGBM derives from
         # ``seed`` (as in stock): each gets its own per-iteration stream from the user's value.
-        for key in TREE_SEEDS:
+        for key, tag in TREE_SEEDS.items():
             if key in self.params:
-                seeds[key] = _derived_seed(self.params[key], iteration, ROLES[key].tree_seed or 0)
+                seeds[key] = _derived_seed(self.params[key], iteration, tag)
         return _lightgbm.params_to_str({**self.tree_params, **seeds})
 
     def model_params(self, data_params: dict[str, Any] | None = None) -> str:
