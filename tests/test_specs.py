@@ -283,3 +283,11 @@ def test_compare_docs_list_each_engine_kind_with_its_spec_s_keys():
         # the keys are the first backticked words of the column: `rate` (0.1, or `"auto"`) or `rho`
         named = {word for word in re.findall(r"`(\w+)`", rows[spec.name]) if not word.isdigit()}
         assert named == set(spec.param_names), (spec.name, named)
+
+
+def test_sklearn_docs_list_the_registry_s_names():
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "sklearn.md").read_text()
+    row = next(line for line in text.splitlines() if line.startswith("| `sampler` "))
+    assert set(re.findall(r'`"(\w+)"`', row)) == set(registry.SPECS)
