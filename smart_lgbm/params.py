@@ -15,6 +15,16 @@ from typing import Any
 import numpy as np
 
 from . import _lightgbm
+from ._param_roles import LOSS_AND_METRIC_PARAMS as LOSS_AND_METRIC_PARAMS  # re-exported (boosting.py)
+from ._param_roles import (
+    ENGINE_ONLY,
+    NOT_FOR_DATASETS,
+    NOT_IN_MODEL,
+    OBJECTIVE_FAMILIES,
+    RANDOM_TREE_PARAMS,
+    TREE_SEEDS,
+    USER_SEEDS,
+)
 from ._param_values import flag as _flag
 from ._param_values import integer as _integer
 from ._param_values import number_list as _number_list
@@ -25,39 +35,10 @@ from .losses.multiclass import MulticlassSoftmax
 from .losses.regression import SquaredError
 from .metrics import Evaluator
 
-_REGRESSION_NAMES = {
-    "regression", "regression_l2", "l2", "mean_squared_error", "mse", "l2_root",
-    "root_mean_squared_error", "rmse",
-}
-_OBJECTIVE_NAMES = {"binary": "binary", "multiclass": "multiclass", "softmax": "multiclass",
-                    "lambdarank": "lambdarank", **{n: "regression" for n in _REGRESSION_NAMES}}
-
-# Parameters the engine handles itself; they never reach the tree-fitting Booster.
-ENGINE_ONLY = {
-    "objective", "metric", "num_iterations", "early_stopping_round", "early_stopping_min_delta",
-    "first_metric_only", "boost_from_average", "sigmoid", "label_gain", "lambdarank_truncation_level",
-    "lambdarank_norm", "num_class", "eval_at", "is_unbalance", "scale_pos_weight", "seed",
-    "bagging_seed", "feature_fraction_seed", "extra_seed", "drop_seed", "objective_seed",
-    "data_random_seed", "verbosity", "metric_freq", "is_provide_training_metric", "output_model",
-    "input_model", "snapshot_freq", "multi_error_top_k", "auc_mu_weights",
-}
-
-
-#: Seeds a user may set apart from ``seed`` (LightGBM's explicit seeds override those it
-#: derives from ``seed``).  The tree learner's two, ``feature_fraction_seed`` and
-#: ``extra_seed``, are re-derived per iteration from the user's value (see
-#: :meth:`EngineConfig.booster_params`); the others seed what the engine refuses (bagging,
-#: dart, rank_xendcg) or the binning, which gets them with the Dataset parameters.
-USER_SEEDS = ("feature_fraction_seed", "extra_seed", "bagging_seed", "drop_seed", "objective_seed",
-              "data_random_seed")
-_TREE_SEEDS = ("feature_fraction_seed", "extra_seed")
-
-
-#: Engine parameters that define the loss or the metrics: a run cannot change them midway.
-LOSS_AND_METRIC_PARAMS = (
-    "objective", "metric", "boost_from_average", "sigmoid", "label_gain", "lambdarank_truncation_level",
-    "lambdarank_norm", "num_class", "eval_at", "is_unbalance", "scale_pos_weight", "multi_error_top_k",
-)
+# What the engine does with each parameter it handles (ENGINE_ONLY, LOSS_AND_METRIC_PARAMS,
+# USER_SEEDS, the seeds of the tree learner, what the Datasets and the saved model get, the
+# objective names) is one table, smart_lgbm/_param_roles.py; the lists imported above are
+# derived from it.  ENGINE_ONLY and LOSS_AND_METRIC_PARAMS stay importable from here.
 
 
 def canonicalize(params: dict[str, Any] | None) -> dict[str, Any]:
@@ -159,7 +140,7 @@ def resolve_loss(params: dict[str, Any]) -> Loss:
         )
     if not isinstance(objective, str):
         raise TypeError(f"objective must be a LightGBM objective name or a Loss, got {type(objective).__name__}")
-    name = _OBJECTIVE_NAMES.get(objective.lower())
+    name = OBJECTIVE_FAMILIES.get(objective.lower())
     if name is None:
         raise ValueError(
             f"objective={objective!r} is not supported; accepted: binary, multiclass (softmax), lambdarank, "
@@ -221,7 +202,7 @@ class EngineConfig:
         seeds = {"seed": _derived_seed(self.seed, iteration, 0)}
         # An explicit feature_fraction_seed / extra_seed overrides what LightGBM derives from
         # ``seed`` (as in stock): each gets its own per-iteration stream from the user's value.
-        for tag, key in enumerate(_TREE_SEEDS, start=1):
+        for key, tag in TREE_SEEDS.items():
             if key in self.params:
                 seeds[key] = _derived_seed(self.params[key], iteration, tag)
         return _lightgbm.params_to_str({**self.tree_params, **seeds})
@@ -240,7 +221,7 @@ class EngineConfig:
         # every parameter the engine handles itself, as given (loss, metric, early stopping,
         # explicit seeds), except those the tree-fitting Booster cannot take
         params.update({k: v for k, v in self.params.items()
-                       if k in ENGINE_ONLY and k not in ("objective", "metric", "verbosity")})
+                       if k in ENGINE_ONLY and k not in NOT_IN_MODEL})
         if "seed" in self.params:
             params["seed"] = self.seed
         params["num_iterations"] = self.num_rounds
@@ -259,8 +240,9 @@ class EngineConfig:
         quantised gradients draw random numbers; nothing else in growing a tree does.
         """
         p = self.tree_params
-        return (_number(p, "feature_fraction", 1.0) < 1.0 or _number(p, "feature_fraction_bynode", 1.0) < 1.0
-                or any(_flag(p.get(k, False)) for k in ("extra_trees", "use_quantized_grad")))
+        # (called every iteration: a parameter left at its default never draws, so only
+        # those given are tested)
+        return any(draws(p, key) for key, draws in RANDOM_TREE_PARAMS.items() if key in p)
 
 
 def _derived_seed(seed: int, iteration: int, tag: int) -> int:
@@ -326,9 +308,7 @@ def make_config(params: dict[str, Any] | None, num_boost_round: int) -> EngineCo
 def dataset_params(params: dict[str, Any]) -> dict[str, Any]:
     """Params for the engine's internal Datasets: the user's, minus objects LightGBM cannot take."""
     # objective-related keys are cross-checked by LightGBM's Config even for a Dataset
-    # (num_class > 1 needs a multiclass objective); binning needs none of them.
-    # (auc_mu_weights must have num_class**2 entries, so it goes with num_class).
-    skip = ("objective", "metric", "num_class", "auc_mu_weights", "is_unbalance", "scale_pos_weight")
-    out = {k: v for k, v in canonicalize(params).items() if k not in skip}
+    # (num_class > 1 needs a multiclass objective); binning needs none of them (_param_roles)
+    out = {k: v for k, v in canonicalize(params).items() if k not in NOT_FOR_DATASETS}
     out["verbosity"] = -1 if int(_number(out, "verbosity", 1)) < 1 else out.get("verbosity", 1)
     return out

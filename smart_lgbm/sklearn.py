@@ -71,6 +71,7 @@ from .callback import record_sampling
 from .losses.base import Loss
 from .engine import train as engine_train
 from .samplers import Sampler, make_sampler
+from .samplers.registry import sampler_names
 
 __all__ = ["SmartClassifier", "SmartRanker", "SmartRegressor"]
 
@@ -82,7 +83,8 @@ def _check_sampler(sampler: Any, sampler_params: Any) -> Sampler:
     """A fresh sampler for one fit from the ``sampler``/``sampler_params`` parameters.
 
     A sampler instance is deep-copied: scikit-learn requires ``fit`` to leave parameters
-    unchanged, and a sampler may keep state between iterations.
+    unchanged, and a sampler may keep state between iterations.  Names and their parameters
+    are the sampler registry's (:data:`smart_lgbm.samplers.registry.SPECS`), read at fit.
     """
     if sampler_params is None:
         sampler_params = {}
@@ -90,7 +92,8 @@ def _check_sampler(sampler: Any, sampler_params: Any) -> Sampler:
         raise TypeError(f"sampler_params must be a dict or None, got {type(sampler_params).__name__}")
     if sampler is not None and not isinstance(sampler, (Sampler, str)):
         raise TypeError(
-            f"sampler must be a smart_lgbm Sampler instance, a sampler name or None, got {type(sampler).__name__}"
+            f"sampler must be a smart_lgbm Sampler instance, a sampler name ({', '.join(sampler_names())}) or None, "
+            f"got {type(sampler).__name__}"
         )
     spec = copy.deepcopy(sampler) if isinstance(sampler, Sampler) else sampler
     try:
@@ -257,11 +260,11 @@ _smart_init.__doc__ = (lgb.LGBMModel.__init__.__doc__ or "").replace(
     "    **kwargs",
     """    sampler : Sampler, str or None, optional (default=None)
         Row sampler of every boosting iteration: a :class:`smart_lgbm.Sampler` instance
-        (``FirstOrder(rate=0.1)``...), a sampler name (``"first_order"``...) or None for
-        ``Full()`` (all rows, ordinary gradient boosting).
+        (``FirstOrder(rate=0.1)``...), a sampler name (NAMES)
+        or None for ``Full()`` (all rows, ordinary gradient boosting).
     sampler_params : dict or None, optional (default=None)
         Keyword arguments for a sampler given by name, e.g. ``{"rate": 0.1}``.
-    **kwargs""",
+    **kwargs""".replace("NAMES", ", ".join(f'``"{name}"``' for name in sampler_names())),
     1,
 )
 

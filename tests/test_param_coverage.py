@@ -13,6 +13,10 @@ with one non-default value.  Where the engine accepts it and stock does too:
   exactly when it changes stock's.
 
 Where stock refuses a value, the engine must refuse it too.
+
+The engine's role table (``smart_lgbm/_param_roles.py``) is checked against LightGBM's list
+too: it names only LightGBM main parameters, and every parameter it says defines the loss or
+the metrics is refused by a ``reset_parameter`` callback mid-run, naming it.
 """
 
 from __future__ import annotations
@@ -27,15 +31,17 @@ import pytest
 
 import smart_lgbm as sl
 from smart_lgbm._lightgbm import param_aliases, split_model_string
+from smart_lgbm._param_roles import LOSS_AND_METRIC_PARAMS, RANDOM_TREE_PARAMS, ROLES, TREE_SEEDS
 
 N, F, CAT = 600, 6, 5
 RANK = {"lambdarank_truncation_level", "lambdarank_norm", "label_gain", "lambdarank_position_bias_regularization",
         "eval_at"}
 MULTI = {"num_class", "multi_error_top_k", "auc_mu_weights"}
 REG = {"reg_sqrt", "alpha", "fair_c", "poisson_max_delta_step", "tweedie_variance_power"}
-#: parameters whose effect is a random draw (the engine re-seeds them per iteration)
-RANDOM = {"feature_fraction", "feature_fraction_bynode", "feature_fraction_seed", "extra_trees", "extra_seed",
-          "use_quantized_grad", "stochastic_rounding", "seed"}
+#: parameters whose effect is a random draw (the engine re-seeds them per iteration): the role
+#: table's random tree parameters and tree seeds, ``seed``, and stochastic rounding (a draw only
+#: with use_quantized_grad, which the table marks)
+RANDOM = {*RANDOM_TREE_PARAMS, *TREE_SEEDS, "seed", "stochastic_rounding"}
 #: parameters that need others to have an effect
 COMPANIONS = {
     "feature_fraction_seed": {"feature_fraction": 0.5},
@@ -176,3 +182,22 @@ def test_parameter_takes_effect_as_in_stock_or_is_refused(name, tmp_path):
     stock_before, _ = _train(lgb.train, without, X, y, group)
     assert (_trees(ours) != _trees(ours_before)) == (_trees(stock) != _trees(stock_before)), \
         f"{name}={value!r} changes stock's trees but not the engine's (or the reverse)"
+
+
+def test_role_table_names_lightgbm_main_parameters():
+    # an alias (or a typo) in the table would never match a canonical parameter: it would
+    # reach the tree-fitting Booster unhandled
+    assert set(ROLES) - set(param_aliases()) == set()
+
+
+@pytest.mark.parametrize("name", sorted(LOSS_AND_METRIC_PARAMS))
+def test_reset_parameter_refuses_every_loss_and_metric_parameter(name, tmp_path):
+    value = _values(tmp_path)[name]
+    X, y, group, base = _setting(name)
+    params = {**base, **COMPANIONS.get(name, {})}
+    assert params.get(name) != value
+    schedule = lgb.reset_parameter(**{name: lambda i: value})
+    mentions = re.compile("|".join(re.escape(n) for n in _names(name)))
+    with pytest.raises(ValueError) as info:
+        _train(sl.train, params, X, y, group, sampler=sl.Full(), callbacks=[schedule])
+    assert mentions.search(str(info.value)), str(info.value)

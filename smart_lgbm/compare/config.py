@@ -40,6 +40,7 @@ import re
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from numbers import Real
 from pathlib import Path
 from typing import Any
 
@@ -49,8 +50,11 @@ else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
 from .. import _lightgbm
+from .._param_roles import COMPARE_RESERVED, FITTING_METRICS
+from .._validation import Interval, Param
 from ..metrics import ALIASES as _METRIC_ALIASES
 from ..metrics import METRICS as _METRICS
+from ..samplers import registry as _samplers
 
 
 class ConfigError(ValueError):
@@ -77,39 +81,41 @@ def error_text(exc: BaseException) -> str:
 
 # --------------------------------------------------------------------------- schema
 
-#: Method kinds: stock LightGBM (``lightgbm.train``) and engine samplers (``smart_lgbm.train``).
+#: Method kinds of stock LightGBM (``lightgbm.train``); the engine's kinds are the sampler
+#: registry's names (:func:`engine_kinds`), so a sampler added there is a kind here.
 STOCK_KINDS = ("stock_full", "stock_bagging", "stock_goss")
-ENGINE_KINDS = ("full", "uniform", "weight_trimming", "first_order", "second_order", "mvs", "loss_based")
-KINDS = STOCK_KINDS + ENGINE_KINDS
 
 _NUMBER = (int, float)
-#: A sampler's rate: a number, or "auto" (the adaptive rate, smart_lgbm.AdaptiveRate)
-_RATE = (int, float, str)
-_RATE_TEXT = 'a number in (0, 1] or "auto"'
-# kind -> {key: (accepted python types, description for messages)}; every kind also takes
-# the common keys below.  The table name ([methods.LABEL]) is the method's label.
-_KIND_KEYS: dict[str, dict[str, tuple[tuple[type, ...], str]]] = {
-    "stock_full": {},
-    "stock_bagging": {"bagging_fraction": (_NUMBER, "a number in (0, 1)")},
-    "stock_goss": {"top_rate": (_NUMBER, "a number in (0, 1)"), "other_rate": (_NUMBER, "a number in (0, 1)")},
-    "full": {},
-    "uniform": {"rate": (_RATE, _RATE_TEXT)},
-    "weight_trimming": {"alpha": (_NUMBER, "a number in [0, 1)")},
-    "first_order": {"rate": (_RATE, _RATE_TEXT), "rho": (_NUMBER, "a number > 0")},
-    "second_order": {
-        "rate": (_RATE, _RATE_TEXT),
-        "rho": (_NUMBER, "a number > 0"),
-        "eta": (_NUMBER, "a number >= 0"),
-        "anchor_lag": ((int, str), "an integer >= 1 or \"off\""),
-    },
-    "mvs": {"rate": (_RATE, _RATE_TEXT), "rho": (_NUMBER, "a number > 0"),
-            "reg": ((int, float, str), "a number >= 0 or \"auto\"")},
-    "loss_based": {"rate": (_RATE, _RATE_TEXT), "rho": (_NUMBER, "a number > 0")},
+_FRACTION = (Interval(Real, 0, 1, closed="neither"),)
+#: A stock kind's keys: LightGBM's own sampling parameters, with defaults that make stock
+#: sampling comparable with the engine's default rate of 0.1.  An engine kind's keys are
+#: its sampler's parameters (:data:`smart_lgbm.samplers.registry.SPECS`) in their TOML form.
+_STOCK_OPTIONS: dict[str, tuple[Param, ...]] = {
+    "stock_full": (),
+    "stock_bagging": (Param("bagging_fraction", _FRACTION, 0.1, "LightGBM's bagging_fraction (bagging_freq = 1)"),),
+    "stock_goss": (Param("top_rate", _FRACTION, 0.05, "GOSS's share of rows of largest gradient"),
+                   Param("other_rate", _FRACTION, 0.05, "GOSS's share of the other rows, drawn at random")),
 }
+# Every kind also takes the common keys below.  The table name ([methods.LABEL]) is the method's label.
 _METHOD_COMMON = ("kind", "params", "seeds", "rounds", "time_budget")
 
-# Defaults that make stock sampling comparable with the engine's default rate of 0.1.
-_STOCK_DEFAULTS = {"stock_bagging": {"bagging_fraction": 0.1}, "stock_goss": {"top_rate": 0.05, "other_rate": 0.05}}
+
+def engine_kinds() -> tuple[str, ...]:
+    """Method kinds run by ``smart_lgbm.train``: the sampler registry's names."""
+    return _samplers.sampler_names()
+
+
+def kinds() -> tuple[str, ...]:
+    """Every method kind: the stock ones, then the engine's."""
+    return STOCK_KINDS + engine_kinds()
+
+
+def kind_options(kind: str) -> tuple[Param, ...]:
+    """The keys a method of ``kind`` takes besides the common ones, as :class:`Param` (in
+    the form a TOML config writes them, :meth:`Param.toml`)."""
+    if kind in _STOCK_OPTIONS:
+        return _STOCK_OPTIONS[kind]
+    return tuple(p.toml() for p in _samplers.SPECS[kind].params)
 
 _TOP_KEYS = ("output", "rounds", "seeds", "target", "target_at", "tolerance", "time_budget", "equal_time", "metric",
              "warmup", "progress_seconds", "params", "methods", "experiments")
@@ -135,21 +141,9 @@ _DATA_KEYS = {
     "parquet": ("source", "train", "valid", "label", "group", "features", "test_size", "seed", "max_rows"),
 }
 
-# Shared LightGBM parameters that a method or the experiment sets itself: giving them in
-# [params] would silently change what a method means, so they are refused with the reason.
-_RESERVED_PARAMS = {
-    "metric": "set the experiment's 'metric' key instead (e.g. metric = \"ndcg@10\")",
-    "eval_at": "set the experiment's 'metric' key instead (e.g. metric = \"ndcg@10\")",
-    "num_iterations": "set 'rounds' instead",
-    "seed": "set 'seeds' instead",
-    "data_sample_strategy": "use a method of kind stock_goss",
-    "bagging_fraction": "use a method of kind stock_bagging",
-    "bagging_freq": "use a method of kind stock_bagging",
-    "top_rate": "use a method of kind stock_goss",
-    "other_rate": "use a method of kind stock_goss",
-    "boosting": "every method is gbdt",
-    "early_stopping_round": "a comparison runs all rounds",
-}
+# Shared LightGBM parameters that a method or the experiment sets itself (giving them in
+# [params] would silently change what a method means) are refused with the reason: the
+# ``compare`` column of smart_lgbm/_param_roles.py, COMPARE_RESERVED.
 
 _NDCG = re.compile(r"^ndcg@([1-9][0-9]*)$")
 
@@ -412,20 +406,10 @@ def _metric(value: Any, where: str) -> str:
     raise ConfigError(f"{where} key 'metric' is {value!r}; accepted: {accepted}")
 
 
-#: Objective family (the engine's loss name) -> metrics that measure what it fits.
-#: Probabilities (binary) may be scored by the regression metrics too; a ranking objective's
-#: scores only order the documents of a query, so only NDCG measures them.
-_FITTING_METRICS = {
-    "binary": ("binary_logloss", "binary_error", "auc", "l2", "rmse", "l1", "ndcg@K"),
-    "regression": ("l2", "rmse", "l1", "auc", "ndcg@K"),
-    "multiclass": ("multi_logloss", "multi_error"),
-    "lambdarank": ("ndcg@K",),
-}
-
-
 def check_metric_fits(metric: str, objective: str, family: str, where: str) -> None:
-    """Refuse a metric that does not measure what ``objective`` (of ``family``) fits."""
-    accepted = _FITTING_METRICS.get(family)
+    """Refuse a metric that does not measure what ``objective`` (of ``family``) fits
+    (the fitting metrics of each objective family: smart_lgbm/_param_roles.py, OBJECTIVES)."""
+    accepted = FITTING_METRICS.get(family)
     if accepted is None:
         return
     name = "ndcg@K" if _NDCG.match(metric) else metric
@@ -457,7 +441,7 @@ def _check_objective(exp_name: str, metric: str, params: dict[str, Any], methods
             continue  # an objective only stock LightGBM knows: LightGBM judges the metric
         check_metric_fits(metric, objective, loss.lightgbm_objective or "", f"{where} method {method.label!r}:")
     for method in methods:
-        if method.kind in ENGINE_KINDS:
+        if not method.is_stock:
             try:
                 make_config({**params, **method.params, **lightgbm_metric_params(metric)}, rounds)
             except (TypeError, ValueError) as exc:
@@ -484,8 +468,8 @@ def _lgb_params(value: Any, where: str) -> dict[str, Any]:
         if key not in known:
             raise ConfigError(f"{where} unknown LightGBM parameter {key!r} (see LightGBM's Parameters page)")
         main = known[key]
-        if main in _RESERVED_PARAMS:
-            raise ConfigError(f"{where} key {key!r} cannot be set here: {_RESERVED_PARAMS[main]}")
+        if main in COMPARE_RESERVED:
+            raise ConfigError(f"{where} key {key!r} cannot be set here: {COMPARE_RESERVED[main]}")
         scalar = (str, int, float, bool)
         # lightgbm.train takes a value, a list of values, or a list of lists of values
         # (interaction_constraints = [[0, 1], [2, 3]]); anything deeper it cannot write.
@@ -504,33 +488,30 @@ def _method(label: str, value: Any) -> MethodSpec:
     where = f"[methods.{label}]"
     if not isinstance(value, dict):
         raise ConfigTypeError(f"{where} must be a table, got {_type_name(value)}")
+    all_kinds = kinds()
     if "kind" in value:
-        kind = _str(value, "kind", where, KINDS)
-    elif label in KINDS:
+        kind = _str(value, "kind", where, all_kinds)
+    elif label in all_kinds:
         kind = label
     else:
-        raise ConfigError(f"{where} missing key 'kind' (the label is not a kind); accepted values: {', '.join(KINDS)}")
-    keys = _KIND_KEYS[kind]
-    _check_keys(value, [*_METHOD_COMMON, *keys], where)
-    options: dict[str, Any] = dict(_STOCK_DEFAULTS.get(kind, {}))
-    for key, (types, what) in keys.items():
-        if key in value:
-            options[key] = _typed(value, key, types, where, what)
-    if kind == "second_order" and isinstance(options.get("anchor_lag"), str):
-        if options["anchor_lag"] != "off":
-            raise ConfigError(f"{where} key 'anchor_lag' must be an integer >= 1 or \"off\", got {options['anchor_lag']!r}")
-        options["anchor_lag"] = None
-    if isinstance(options.get("rate"), str) and options["rate"] != "auto":
-        raise ConfigTypeError(f"{where} key 'rate' must be a number in (0, 1], got string {options['rate']!r} "
-                              "(the one string accepted is \"auto\", the adaptive rate)")
-    if kind == "mvs" and isinstance(options.get("reg"), str) and options["reg"] != "auto":
-        raise ConfigError(f"{where} key 'reg' must be a number >= 0 or \"auto\", got {options['reg']!r}")
-    for key in ("bagging_fraction", "top_rate", "other_rate"):
-        if key in options and not 0.0 < float(options[key]) < 1.0:
-            raise ConfigError(f"{where} key {key!r} must be in (0, 1), got {options[key]!r}")
+        raise ConfigError(f"{where} missing key 'kind' (the label is not a kind); accepted values: {', '.join(all_kinds)}")
+    keys = kind_options(kind)
+    _check_keys(value, [*_METHOD_COMMON, *(p.name for p in keys)], where)
+    stock = kind in STOCK_KINDS
+    # a stock method records its defaults; a sampler's are its constructor's
+    options: dict[str, Any] = {p.name: p.default for p in keys} if stock else {}
+    for param in keys:
+        if param.name in value:
+            try:
+                param.check(value[param.name], label=f"key {param.name!r}")
+            except TypeError as exc:
+                raise ConfigTypeError(f"{where} {exc}") from None
+            except ValueError as exc:
+                raise ConfigError(f"{where} {exc}") from None
+            options[param.name] = param.from_toml(value[param.name])  # as written ("off": None)
     if kind == "stock_goss" and options["top_rate"] + options["other_rate"] > 1.0:
         raise ConfigError(f"{where} keys 'top_rate' + 'other_rate' must be <= 1")
-    if kind in ENGINE_KINDS:
+    if not stock:
         _check_sampler(kind, options, where)
     params = _lgb_params(value.get("params", {}), f"{where} params")
     return MethodSpec(label=label, kind=kind, options=options, params=params, seeds=_seeds(value, where),
@@ -538,11 +519,10 @@ def _method(label: str, value: Any) -> MethodSpec:
 
 
 def _check_sampler(kind: str, options: dict[str, Any], where: str) -> None:
-    """Build the sampler once so that bad values fail at load time, not mid-run."""
-    from ..samplers import make_sampler
-
+    """Build the sampler once so that what its keys cannot say alone (``rate`` and ``rho``
+    both given) fails at load time, not mid-run."""
     try:
-        make_sampler(kind, **options)
+        _samplers.make_sampler(kind, **options)
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"{where} {exc}") from None
 
@@ -704,7 +684,7 @@ def parse_config(raw: Mapping[str, Any], base_dir: str | os.PathLike = ".", path
 
     methods_raw = raw.get("methods")
     if not isinstance(methods_raw, dict) or not methods_raw:
-        raise ConfigError(f"{where} needs at least one [methods.LABEL] table; kinds: {', '.join(KINDS)}")
+        raise ConfigError(f"{where} needs at least one [methods.LABEL] table; kinds: {', '.join(kinds())}")
     for i, label in enumerate(methods_raw):
         check_name(label, f"[methods.{label}] label", "the files of 'smart-lgbm run'", list(methods_raw)[:i])
     methods = {label: _method(label, value) for label, value in methods_raw.items()}

@@ -30,16 +30,18 @@ from typing import Any
 import lightgbm as lgb
 import numpy as np
 
+from .._param_roles import RANDOM_TREE_PARAMS
 from ..callback import record_sampling
 from ..engine import train as engine_train
 from ..params import canonicalize
 from ..samplers import make_sampler
+from ..samplers import registry as sampler_registry
 from .config import Experiment, MethodSpec, lightgbm_metric_params
 from .data import ExperimentData, make_datasets
 
 VALID_NAME = "valid"
-#: Kinds that draw no random sample: one seed is enough unless the parameters add randomness.
-DETERMINISTIC_KINDS = ("stock_full", "full", "weight_trimming")
+#: Stock kinds that draw no random sample (an engine kind's sampler class says it: ``deterministic``).
+DETERMINISTIC_STOCK_KINDS = ("stock_full",)
 
 #: Called after each iteration with (iteration starting at 1, metric value, training seconds so far).
 IterationHook = Callable[[int, float, float], None]
@@ -95,16 +97,16 @@ class RunRecord:
 def is_deterministic(method: MethodSpec, experiment: Experiment) -> bool:
     """Whether ``method`` gives the same result for every seed.
 
-    True for the kinds that draw no rows, unless the parameters add randomness
-    (feature subsampling, extra trees).
+    True for the kinds that draw no rows, unless the parameters make the tree learner draw
+    random numbers (feature subsampling, extra trees, quantised gradients' stochastic
+    rounding: the role table's random tree parameters).
     """
+    if method.is_stock:
+        draws_nothing = method.kind in DETERMINISTIC_STOCK_KINDS
+    else:
+        draws_nothing = bool(sampler_registry.SPECS[method.kind].cls.deterministic)
     params = canonicalize({**experiment.params, **method.params})
-    random_params = (
-        float(params.get("feature_fraction", 1.0)) < 1.0
-        or float(params.get("feature_fraction_bynode", 1.0)) < 1.0
-        or str(params.get("extra_trees", False)).lower() in ("true", "1")
-    )
-    return method.kind in DETERMINISTIC_KINDS and not random_params
+    return draws_nothing and not any(draws(params, key) for key, draws in RANDOM_TREE_PARAMS.items())
 
 
 def method_seeds(method: MethodSpec, experiment: Experiment) -> tuple[int, ...]:

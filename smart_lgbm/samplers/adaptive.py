@@ -244,15 +244,9 @@ def noise_share_sums(indices: np.ndarray, fit_grad: np.ndarray, fit_hess: np.nda
 def resolve_rate(rate: Any, name: str = "rate") -> float | AdaptiveRate:
     """A sampler's ``rate``: a number in (0, 1], ``"auto"`` (:class:`AdaptiveRate` with its
     defaults) or an :class:`AdaptiveRate`."""
-    if isinstance(rate, AdaptiveRate):
-        return rate
-    if isinstance(rate, str):
-        if rate == "auto":
-            return AdaptiveRate()
-        raise TypeError(f"{name} must be a number in (0, 1], \"auto\" or an AdaptiveRate, got the string {rate!r}")
-    from .base import check_rate
+    from .spec import RATE  # the one definition of what a rate accepts
 
-    return check_rate(rate, name)
+    return RATE.check(rate, label=name)
 
 
 def observe_sample(controller: AdaptiveRate, state: Any, indices: np.ndarray, fit_grad: np.ndarray,

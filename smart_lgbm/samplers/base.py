@@ -28,7 +28,8 @@ import numpy as np
 
 from ..losses.base import Loss, Target, defining_class
 from . import compiled
-from .adaptive import AdaptiveRate, observe_sample, resolve_rate
+from .adaptive import AdaptiveRate, observe_sample
+from .spec import PROBABILITY_RATE, RATE, RHO
 
 
 class GradientHistory:
@@ -254,23 +255,6 @@ class Sampler(ABC):
         return f"{type(self).__name__}({params})"
 
 
-def check_rate(rate: float, name: str = "rate") -> float:
-    """Validate a sampling rate in (0, 1]."""
-    if isinstance(rate, bool) or not isinstance(rate, (int, float, np.floating, np.integer)):
-        raise TypeError(f"{name} must be a number in (0, 1], got {type(rate).__name__}")
-    if not 0.0 < float(rate) <= 1.0:
-        raise ValueError(f"{name} must be in (0, 1], got {rate!r}")
-    return float(rate)
-
-
-def check_positive(value: float, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
-        raise TypeError(f"{name} must be a positive number, got {type(value).__name__}")
-    if not (np.isfinite(value) and value > 0):
-        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
-    return float(value)
-
-
 def row_norm(values: np.ndarray) -> np.ndarray:
     """|v| per row for (n,) arrays, the Euclidean norm over K columns for (n, K) arrays."""
     return np.abs(values) if values.ndim == 1 else np.sqrt(np.einsum("ij,ij->i", values, values))
@@ -323,11 +307,14 @@ class ProbabilitySampler(Sampler):
     #: that recomputes it (see :mod:`smart_lgbm.samplers._kernels`).
     _kind: int | None = None
 
-    def __init__(self, rate: float | str | AdaptiveRate | None = None, rho: float | None = None) -> None:
+    def __init__(self, rate: float | str | AdaptiveRate | None = PROBABILITY_RATE.default,
+                 rho: float | None = RHO.default) -> None:
         if rate is not None and rho is not None:
             raise ValueError("give either rate or rho, not both")
-        self.rate = resolve_rate(rate) if rate is not None else (None if rho is not None else 0.1)
-        self.rho = check_positive(rho, "rho") if rho is not None else None
+        owner = type(self).__name__
+        rate = PROBABILITY_RATE.check(rate, owner)
+        self.rate = RATE.default if rate is None and rho is None else rate
+        self.rho = RHO.check(rho, owner)
 
     @property
     def needs_leaves(self) -> bool:  # type: ignore[override]

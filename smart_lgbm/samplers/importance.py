@@ -7,6 +7,7 @@ import numpy as np
 from . import compiled
 from .adaptive import AdaptiveRate
 from .base import ProbabilitySampler, SamplingState, row_norm, row_sum
+from .spec import ANCHOR_LAG, ETA, PROBABILITY_RATE, REG, RHO
 
 
 class FirstOrder(ProbabilitySampler):
@@ -76,23 +77,14 @@ class SecondOrder(ProbabilitySampler):
 
     def __init__(
         self,
-        rate: float | str | AdaptiveRate | None = None,
-        rho: float | None = None,
-        eta: float = 1.0,
-        anchor_lag: int | None = None,
+        rate: float | str | AdaptiveRate | None = PROBABILITY_RATE.default,
+        rho: float | None = RHO.default,
+        eta: float = ETA.default,
+        anchor_lag: int | None = ANCHOR_LAG.default,
     ) -> None:
         super().__init__(rate=rate, rho=rho)
-        if isinstance(eta, bool) or not isinstance(eta, (int, float, np.floating, np.integer)):
-            raise TypeError(f"eta must be a number >= 0, got {type(eta).__name__}")
-        if not (np.isfinite(eta) and eta >= 0):
-            raise ValueError(f"eta must be a finite number >= 0, got {eta!r}")
-        if anchor_lag is not None:
-            if isinstance(anchor_lag, bool) or not isinstance(anchor_lag, (int, np.integer)):
-                raise TypeError(f"anchor_lag must be an integer >= 1 or None, got {type(anchor_lag).__name__}")
-            if anchor_lag < 1:
-                raise ValueError(f"anchor_lag must be an integer >= 1 or None, got {anchor_lag!r}")
-        self.eta = float(eta)
-        self.anchor_lag = None if anchor_lag is None else int(anchor_lag)
+        self.eta = ETA.check(eta, type(self).__name__)
+        self.anchor_lag = ANCHOR_LAG.check(anchor_lag, type(self).__name__)
 
     # Derived from anchor_lag and eta, not stored: they tell the engine what to keep.
     @property
@@ -185,16 +177,10 @@ class MVS(ProbabilitySampler):
 
     _kind = compiled.MVS
 
-    def __init__(self, rate: float | str | AdaptiveRate | None = None, rho: float | None = None,
-                 reg: float | str = "auto") -> None:
+    def __init__(self, rate: float | str | AdaptiveRate | None = PROBABILITY_RATE.default,
+                 rho: float | None = RHO.default, reg: float | str = REG.default) -> None:
         super().__init__(rate=rate, rho=rho)
-        if reg != "auto":
-            if isinstance(reg, bool) or not isinstance(reg, (int, float, np.floating)):
-                raise TypeError(f"reg must be a number >= 0 or 'auto', got {reg!r}")
-            if not (np.isfinite(reg) and reg >= 0):
-                raise ValueError(f"reg must be a finite number >= 0 or 'auto', got {reg!r}")
-            reg = float(reg)
-        self.reg = reg
+        self.reg = REG.check(reg, type(self).__name__)
 
     def importance(self, grad: np.ndarray, hess: np.ndarray) -> np.ndarray:
         g = row_norm(grad)

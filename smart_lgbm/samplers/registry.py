@@ -1,4 +1,9 @@
-"""Samplers by name, for configs, the CLI and scikit-learn parameters."""
+"""Samplers by name, for configs, the CLI and scikit-learn parameters.
+
+:data:`SPECS` is the one table of built-in samplers (name, class, parameters: see
+:mod:`smart_lgbm.samplers.spec`); :func:`make_sampler`, the estimators' ``sampler``
+validation and a comparison config's method kinds and keys all read it when they run.
+"""
 
 from __future__ import annotations
 
@@ -7,16 +12,32 @@ from typing import Any
 from .base import Sampler
 from .importance import MVS, FirstOrder, LossBased, SecondOrder
 from .simple import Full, Uniform, WeightTrimming
+from .spec import ALPHA, ANCHOR_LAG, ETA, PROBABILITY_RATE, RATE, REG, RHO, SamplerSpec
 
-SAMPLERS: dict[str, type[Sampler]] = {
-    "full": Full,
-    "uniform": Uniform,
-    "weight_trimming": WeightTrimming,
-    "first_order": FirstOrder,
-    "second_order": SecondOrder,
-    "mvs": MVS,
-    "loss_based": LossBased,
-}
+SPECS: dict[str, SamplerSpec] = {spec.name: spec for spec in (
+    SamplerSpec("full", Full),
+    SamplerSpec("uniform", Uniform, (RATE,)),
+    SamplerSpec("weight_trimming", WeightTrimming, (ALPHA,)),
+    SamplerSpec("first_order", FirstOrder, (PROBABILITY_RATE, RHO)),
+    SamplerSpec("second_order", SecondOrder, (PROBABILITY_RATE, RHO, ETA, ANCHOR_LAG)),
+    SamplerSpec("mvs", MVS, (PROBABILITY_RATE, RHO, REG)),
+    SamplerSpec("loss_based", LossBased, (PROBABILITY_RATE, RHO)),
+)}
+
+
+def sampler_names() -> tuple[str, ...]:
+    """The registry's sampler names, in table order."""
+    return tuple(SPECS)
+
+
+def find_spec(name: str) -> SamplerSpec | None:
+    """The spec named ``name``: a registry name or its class's name, in any case, ``-`` for
+    ``_`` (``"first_order"``, ``"FirstOrder"``, ``"first-order"``, ``"MVS"``); None if none."""
+    key = name.replace("-", "_").lower()
+    for spec in SPECS.values():
+        if key in (spec.name, spec.cls.__name__.lower()):
+            return spec
+    return None
 
 
 def make_sampler(spec: Sampler | str | None, **params: Any) -> Sampler:
@@ -25,7 +46,8 @@ def make_sampler(spec: Sampler | str | None, **params: Any) -> Sampler:
     Raises
     ------
     ValueError
-        For an unknown name (the message lists the accepted names) or bad parameters.
+        For an unknown name (the message lists the accepted names), an unknown parameter
+        (the message lists the sampler's) or a bad parameter value.
     TypeError
         For anything that is not a sampler, a string or None.
     """
@@ -37,11 +59,11 @@ def make_sampler(spec: Sampler | str | None, **params: Any) -> Sampler:
         return spec
     if not isinstance(spec, str):
         raise TypeError(f"sampler must be a Sampler instance, a sampler name or None, got {type(spec).__name__}")
-    key = "".join("_" + c.lower() if c.isupper() else c for c in spec).lstrip("_").replace("-", "_").lower()
-    key = {"m_v_s": "mvs", "first_order": "first_order"}.get(key, key)
-    if key not in SAMPLERS:
-        raise ValueError(f"unknown sampler {spec!r}; accepted: {', '.join(sorted(SAMPLERS))}")
+    found = find_spec(spec)
+    if found is None:
+        raise ValueError(f"unknown sampler {spec!r}; accepted: {', '.join(sorted(SPECS))}")
+    found.check_names(params)
     try:
-        return SAMPLERS[key](**params)
+        return found.cls(**params)
     except TypeError as exc:
         raise ValueError(f"bad parameters for sampler {spec!r}: {exc}") from exc

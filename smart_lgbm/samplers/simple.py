@@ -6,8 +6,9 @@ import numpy as np
 
 from . import compiled
 from ..losses.base import defining_class
-from .adaptive import AdaptiveRate, observe_sample, resolve_rate
+from .adaptive import AdaptiveRate, observe_sample
 from .base import Sample, Sampler, SamplingState
+from .spec import ALPHA, RATE
 
 
 class Full(Sampler):
@@ -40,8 +41,8 @@ class Uniform(Sampler):
         "auto": start low and grow while the trees are noise-dominated (:class:`AdaptiveRate`).
     """
 
-    def __init__(self, rate: float | str | AdaptiveRate = 0.1) -> None:
-        self.rate = resolve_rate(rate)
+    def __init__(self, rate: float | str | AdaptiveRate = RATE.default) -> None:
+        self.rate = RATE.check(rate, type(self).__name__)
 
     @property
     def needs_leaves(self) -> bool:  # type: ignore[override]
@@ -85,12 +86,8 @@ class WeightTrimming(Sampler):
 
     deterministic = True
 
-    def __init__(self, alpha: float = 0.1) -> None:
-        if isinstance(alpha, bool) or not isinstance(alpha, (int, float, np.floating)):
-            raise TypeError(f"alpha must be a number in [0, 1), got {type(alpha).__name__}")
-        if not 0.0 <= float(alpha) < 1.0:
-            raise ValueError(f"alpha must be in [0, 1), got {alpha!r}")
-        self.alpha = float(alpha)
+    def __init__(self, alpha: float = ALPHA.default) -> None:
+        self.alpha = ALPHA.check(alpha, type(self).__name__)
 
     def kept_rows(self, weight: np.ndarray) -> np.ndarray:
         """Sorted int32 indices of the rows kept for weights ``weight`` (shape (n,))."""

@@ -1,0 +1,89 @@
+"""The built-in samplers' parameters, declared once.
+
+Each :class:`~smart_lgbm._validation.Param` here is what a sampler's constructor checks its
+argument with (and takes its default from), what ``make_sampler`` and the estimators accept,
+and what a comparison config's ``[methods.LABEL]`` table accepts (its TOML form,
+:meth:`Param.toml`).  :class:`SamplerSpec` ties a registry name to a class and its
+parameters; the table of built-in specs is :data:`smart_lgbm.samplers.registry.SPECS`.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from numbers import Integral, Real
+from typing import Any
+
+from .._validation import InstanceOf, Interval, NoneValue, Options, Param
+from .adaptive import AdaptiveRate
+
+__all__ = ["ALPHA", "ANCHOR_LAG", "ETA", "PROBABILITY_RATE", "REG", "RHO", "RATE", "SamplerSpec"]
+
+
+def _rate_object(value: Any) -> Any:
+    # "auto" is the adaptive rate with its defaults (numbers and AdaptiveRate objects pass)
+    return AdaptiveRate() if isinstance(value, str) else value
+
+
+_RATE_VALUES = (Interval(Real, 0, 1, closed="right"), Options(("auto",)), InstanceOf(AdaptiveRate))
+
+#: A fixed-rate sampler's rate (Uniform).
+RATE = Param("rate", _RATE_VALUES, 0.1,
+             "expected share of rows drawn per iteration; \"auto\": grow it while the trees are noise-dominated",
+             convert=_rate_object)
+#: A probability sampler's rate: None with ``rho`` given (else 0.1).
+PROBABILITY_RATE = Param("rate", (*_RATE_VALUES, NoneValue()), None,
+                         "target expected share of rows drawn (rho solved per iteration); 0.1 unless rho is given",
+                         convert=_rate_object)
+RHO = Param("rho", (Interval(Real, 0, None, closed="neither"), NoneValue()), None,
+            "the paper's fixed rho (p_i = min(1, rho * s_i)) instead of a rate")
+ALPHA = Param("alpha", (Interval(Real, 0, 1, closed="left"),), 0.1,
+              "share of the total hessian weight that may be trimmed")
+ETA = Param("eta", (Interval(Real, 0, None, closed="left"),), 1.0,
+            "weight of the regulariser's leaf-mean anchor term (used only with anchor_lag)")
+ANCHOR_LAG = Param("anchor_lag", (Interval(Integral, 1, None, closed="left"), NoneValue()), None,
+                   "iterations back to the regulariser's anchor; None (\"off\" in configs): no regulariser",
+                   none_in_toml="off")
+REG = Param("reg", (Interval(Real, 0, None, closed="left"), Options(("auto",))), "auto",
+            "lambda of sqrt(g^2 + lambda h^2); \"auto\": (sum|g| / sum h)^2 each iteration")
+
+
+@dataclass(frozen=True)
+class SamplerSpec:
+    """A built-in sampler: its registry name, its class and its parameters.
+
+    Parameters
+    ----------
+    name : str
+        The name ``make_sampler``, the estimators' ``sampler=`` and a config's ``kind`` take.
+    cls : type
+        The :class:`~smart_lgbm.samplers.Sampler` subclass.
+    params : tuple of Param
+        Its constructor's parameters, in signature order (a test pins the match).
+    """
+
+    name: str
+    cls: type
+    params: tuple[Param, ...] = ()
+
+    @property
+    def doc(self) -> str:
+        """One line: the first line of the class's docstring."""
+        return inspect.cleandoc(self.cls.__doc__ or self.cls.__name__).splitlines()[0]
+
+    @property
+    def param_names(self) -> tuple[str, ...]:
+        return tuple(p.name for p in self.params)
+
+    def param(self, name: str) -> Param:
+        for p in self.params:
+            if p.name == name:
+                return p
+        raise KeyError(name)
+
+    def check_names(self, given: Any) -> None:
+        """ValueError for a keyword this sampler does not take, listing the ones it does."""
+        unknown = [key for key in given if key not in self.param_names]
+        if unknown:
+            accepted = ", ".join(self.param_names) or "none"
+            raise ValueError(f"unknown parameter {unknown[0]!r} for sampler {self.name!r}; accepted: {accepted}")
