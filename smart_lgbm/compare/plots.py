@@ -16,7 +16,6 @@ import io
 import os
 from collections.abc import Sequence
 from pathlib import Path
-
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -29,7 +28,7 @@ if TYPE_CHECKING:  # imported when drawing (matplotlib_agg): the compare extra
     from matplotlib.figure import Figure
 
 #: How to install what the comparison's plots need (pyproject.toml's ``compare`` extra).
-INSTALL_EXTRA = "pip install 'smart-lgbm[compare]' (from a checkout: pip install -e '.[compare]')"
+INSTALL_EXTRA = "pip install 'smart-lgbm[compare]' (from a checkout: pip install '.[compare]')"
 
 
 class MissingExtraError(ImportError):
