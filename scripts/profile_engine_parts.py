@@ -62,7 +62,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from smart_lgbm import _lightgbm as L  # noqa: E402
-from smart_lgbm.boosting import class_major_float32, iteration_rng  # noqa: E402
+from smart_lgbm.boosting import class_major_float32  # noqa: E402
+from smart_lgbm.iteration import iteration_rng  # noqa: E402
 from smart_lgbm.losses import BinaryLogloss, Target  # noqa: E402
 from smart_lgbm.samplers import FirstOrder, GradientHistory, SamplingState  # noqa: E402
 from smart_lgbm.walk import CodeBook, Forest, RawFeatures, add_coded_outputs, add_outputs  # noqa: E402

@@ -12,6 +12,7 @@ _lightgbm.check_version()
 from ._version import __version__  # noqa: E402
 from .callback import record_sampling  # noqa: E402
 from .engine import train  # noqa: E402
+from .exceptions import IterationNotSplitWarning, NoMoreSplitsWarning, SmartLGBMWarning  # noqa: E402
 from .samplers import (  # noqa: E402
     AdaptiveRate,
     MVS,
@@ -33,12 +34,15 @@ __all__ = [
     "MVS",
     "FirstOrder",
     "Full",
+    "IterationNotSplitWarning",
     "LossBased",
+    "NoMoreSplitsWarning",
     "ProbabilitySampler",
     "Sample",
     "Sampler",
     "SamplingState",
     "SecondOrder",
+    "SmartLGBMWarning",
     "Uniform",
     "WeightTrimming",
     "__version__",

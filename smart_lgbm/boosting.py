@@ -6,7 +6,9 @@ An iteration (:meth:`BoostingRun.step`):
    (compiled kernels for the built-in losses: :meth:`smart_lgbm.losses.Loss.compute_gradients`),
    unless the previous iteration's fused pass left them ready (below);
 2. the sampler picks the rows ``S`` and their fitting gradients (importance-reweighted;
-   compiled O(n) rate solve and draw for the built-in samplers);
+   compiled O(n) rate solve and draw for the built-in samplers); steps 1 and 2 are
+   :func:`smart_lgbm.iteration.draw_iteration`, shared with :class:`smart_lgbm.SmartObjective`,
+   which also checks the sample and keeps the gradient history;
 3. LightGBM copies just those binned rows into a subset Dataset (bin mappers shared, so the
    trees are valid for every row) and fits the iteration's tree(s) on it through the run's
    one tree-fitting Booster (:class:`smart_lgbm._lightgbm.OneIterationBooster`): the
@@ -36,9 +38,10 @@ import numpy as np
 
 from . import _lightgbm, fused
 from .engine_data import EngineSet
-from .losses.base import Loss, Target, check_float32_finite
+from .iteration import draw_iteration
+from .losses.base import Loss, Target
 from .params import ENGINE_ONLY, LOSS_AND_METRIC_PARAMS, EngineConfig, canonicalize, check_seed, refuse_unsupported
-from .samplers import GradientHistory, Sample, Sampler, SamplingState
+from .samplers import GradientHistory, Sampler
 from .walk import BinCodes, CodeBook, Forest, RawFeatures, add_coded_outputs, add_outputs
 
 #: The sampled rows' outputs are read from LightGBM's tree learner (and skipped by the
@@ -52,61 +55,11 @@ READ_SAMPLE_FRACTION = 0.25
 _K_EPSILON = 1e-15
 
 
-def iteration_rng(seed: int, iteration: int) -> np.random.Generator:
-    """The random generator of one iteration: same seed and iteration, same draws.
-
-    Both the engine and :class:`smart_lgbm.SmartObjective` use it, so they draw the same
-    samples for the same seed.
-    """
-    return np.random.Generator(np.random.PCG64(np.random.SeedSequence([seed, iteration])))
-
-
-def stream_rng(seed: int, iteration: int, stream: int | None) -> np.random.Generator:
-    """The random generator of one iteration of sampling stream ``stream``.
-
-    ``stream=None`` is the engine's own stream (:func:`iteration_rng`); every integer
-    ``stream`` is an independent stream of the same seed (numpy's ``SeedSequence`` spawn
-    key), for example one per machine of a distributed run, whose rows are its own.
-    """
-    if stream is None:
-        return iteration_rng(seed, iteration)
-    return np.random.Generator(np.random.PCG64(np.random.SeedSequence([seed, iteration], spawn_key=(stream,))))
-
-
 def class_major_float32(values: np.ndarray) -> np.ndarray:
     """(m,) or (m, K) float -> contiguous float32 in LightGBM's class-major layout."""
     if values.ndim == 1:
         return np.ascontiguousarray(values, dtype=np.float32)
     return np.ascontiguousarray(values.T, dtype=np.float32).reshape(-1)
-
-
-def check_sample(sample: Any, n: int, k: int, sampler: Sampler) -> None:
-    """Refuse a malformed sample early, naming the sampler (user samplers included)."""
-    if not isinstance(sample, Sample):
-        raise TypeError(f"{sampler!r}.sample() returned {type(sample).__name__}; expected a smart_lgbm.Sample")
-    idx = sample.indices
-    if not isinstance(idx, np.ndarray):
-        raise TypeError(f"{sampler!r} returned indices of type {type(idx).__name__}; expected a 1-D numpy array of "
-                        "int32 row indices")
-    if idx.ndim != 1:
-        raise ValueError(f"{sampler!r} returned indices of shape {idx.shape}; expected a 1-D array of row indices")
-    m = idx.shape[0]
-    if m < 1:
-        raise ValueError(f"{sampler!r} returned no rows; a sample needs at least one row")
-    if idx.dtype != np.int32:
-        raise TypeError(f"{sampler!r} returned indices of dtype {idx.dtype}; expected int32")
-    if idx[0] < 0 or idx[-1] >= n or (m > 1 and np.any(idx[1:] <= idx[:-1])):
-        raise ValueError(f"{sampler!r} returned indices that are not sorted, unique and in [0, {n})")
-    shape = (m,) if k == 1 else (m, k)
-    for name in ("grad", "hess"):
-        values = getattr(sample, name)
-        if not isinstance(values, np.ndarray) or not np.issubdtype(values.dtype, np.floating):
-            raise TypeError(f"{sampler!r} returned {name} of type {type(values).__name__}"
-                            f"{'' if not isinstance(values, np.ndarray) else ' ' + str(values.dtype)}; "
-                            f"expected a float numpy array of shape {shape}")
-        if values.shape != shape:
-            raise ValueError(f"{sampler!r} returned {name} of shape {values.shape}; expected {shape}")
-        check_float32_finite(f"{'gradients' if name == 'grad' else 'hessians'} from {sampler!r}", values)
 
 
 def _code_book(train: EngineSet) -> CodeBook | None:
@@ -152,7 +105,7 @@ class BoostingRun:
     train : EngineSet
     valids : list of EngineSet
     stream : int or None, default=None
-        Sampling stream (:func:`stream_rng`): None on one machine; each machine of a
+        Sampling stream (:func:`smart_lgbm.iteration.stream_rng`): None on one machine; each machine of a
         distributed run draws from its own (its rank), since its rows are its own.
     initial_score : callable, optional
         ``initial_score(loss, target) -> (K,) array``, the score boosting starts from when
@@ -246,16 +199,14 @@ class BoostingRun:
         n = train.num_rows
         raw = self.view(self.raw + self.bias if self.bias is not None else self.raw)
         grad, hess = self._grad, self._hess
-        if self._ready:  # the last iteration's fused pass computed them at these scores
-            self._ready = False
-        else:
-            self.loss.compute_gradients(raw, train.target, grad, hess)
+        # ready: the last iteration's fused pass computed g, h at these scores (and its
+        # sampler's statistics)
+        ready, self._ready = self._ready, False
+        if not ready:
             self._statistics = None
-        state = SamplingState(iteration, grad, hess, raw, self.loss, train.target, self.history)
-        state.statistics = self._statistics
-        sample = self.sampler.sample(state, stream_rng(self.cfg.seed, iteration, self.stream))
-        check_sample(sample, n, self.k, self.sampler)
-        self.history.push_gradient(grad)
+        sample = draw_iteration(self.loss, self.sampler, train.target, self.history, raw, grad, hess,
+                                iteration=iteration, seed=self.cfg.seed, stream=self.stream,
+                                gradients_ready=ready, statistics=self._statistics)
         t_sample = time.perf_counter()
 
         all_rows = sample.size == n  # (indices are sorted and unique)

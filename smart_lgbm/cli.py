@@ -1,8 +1,9 @@
 """The ``smart-lgbm`` command: ``run`` one method or ``compare`` all methods of a TOML config.
 
-Exit codes: 0 success, 2 bad command line, config, data, parameters or output folder (one
-line naming the problem, before anything trains), 130 interrupted (finished methods' or
-seeds' results are kept, and the command says which).
+Exit codes: 0 success, 2 bad command line, config, data, parameters or output folder, or
+``compare`` without matplotlib (the ``compare`` extra) (one line naming the problem, before
+anything trains), 130 interrupted (finished methods' or seeds' results are kept, and the
+command says which).
 """
 
 from __future__ import annotations
@@ -53,8 +54,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .compare import ConfigError, load_config, run_compare, run_single
     from .compare.config import error_text
     from .compare.io import ResultWriteError
+    from .compare.plots import MissingExtraError, matplotlib_agg
 
     try:
+        if args.command == "compare":
+            matplotlib_agg()  # the missing extra first: no use fixing the config and failing again
         config = load_config(args.config)
         if args.command == "run":
             labels = list(dict.fromkeys(m.label for e in config.experiments for m in e.methods))
@@ -71,6 +75,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                                   overwrite=args.overwrite)
     except ConfigError as exc:
         print(f"smart-lgbm: error: {error_text(exc)}", file=sys.stderr)
+        return 2
+    except MissingExtraError as exc:  # compare without matplotlib: said before anything trains
+        print(f"smart-lgbm: error: {exc}", file=sys.stderr)
         return 2
     except ResultWriteError as exc:  # after training: the earlier result files are kept
         print(f"smart-lgbm: error: {exc}", file=sys.stderr)

@@ -25,6 +25,7 @@ from . import _lightgbm
 from .boosting import BoostingRun, ScoredSet
 from .distributed import current_worker
 from .engine_data import prepare_train, prepare_valid
+from .exceptions import IterationNotSplitWarning, NoMoreSplitsWarning
 from .metrics import Evaluator
 from .params import dataset_params, make_config, refuse_for_sampler, training_data_params
 from .samplers import Sampler, make_sampler
@@ -216,11 +217,11 @@ def _train_loop(run: BoostingRun, cfg: Any, evaluator: Evaluator, eval_sets: lis
             if run.will_repeat():
                 # Nothing random would change: every later iteration would be this one again.
                 warnings.warn("Stopped training because there are no more leaves that meet the split "
-                              "requirements", stacklevel=3)
+                              "requirements", NoMoreSplitsWarning, stacklevel=3)
                 break
             warnings.warn("an iteration's sample could not be split (no leaf meets the split requirements); "
                           "no tree was added and training goes on with the next sample, as LightGBM's "
-                          "bagging does", stacklevel=3)
+                          "bagging does", IterationNotSplitWarning, stacklevel=3)
         trees_after.append(len(run.trees))
         model.last_record = record
         results = [score for name, position in eval_sets for score in evaluate_set(name, position, feval)]

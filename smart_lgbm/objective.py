@@ -36,11 +36,11 @@ from lightgbm.callback import CallbackEnv
 
 from . import _lightgbm
 from . import objective_metrics as om
-from .boosting import check_sample, stream_rng
 from .distributed import network_rank
+from .iteration import draw_iteration
 from .losses.base import Loss, Target
 from .params import canonicalize, resolve_loss
-from .samplers import GradientHistory, Sample, Sampler, SamplingState, make_sampler
+from .samplers import GradientHistory, Sample, Sampler, make_sampler
 
 
 def _non_negative_int(value: Any, name: str) -> int:
@@ -377,12 +377,11 @@ class SmartObjective:
         # the engine's float32 gradients (LightGBM's own), so that both draw the same sample
         grad = np.empty(raw.shape, dtype=np.float32)
         hess = np.empty(raw.shape, dtype=np.float32)
-        self.loss.compute_gradients(raw, target, grad, hess)
-        state = SamplingState(iteration, grad, hess, raw, self.loss, target, run.history)
         stream = self.stream if self.stream is not None else run.network_stream
-        sample = self.sampler.sample(state, stream_rng(self.seed, iteration, stream))
-        check_sample(sample, target.num_rows, self.loss.num_model_per_iteration, self.sampler)  # as the engine
-        run.history.push_gradient(grad)
+        # the engine's draw and checks (smart_lgbm.iteration): the zeros below are filled
+        # from a sample whose indices are sorted, unique and in range
+        sample = draw_iteration(self.loss, self.sampler, target, run.history, raw, grad, hess,
+                                iteration=iteration, seed=self.seed, stream=stream)
         self.last_sample = sample
         self.record["num_sampled"].append(sample.size)
         self.record["sampling_rate"].append(sample.size / target.num_rows)

@@ -484,6 +484,45 @@ def test_stock_iterations_that_add_no_tree_are_not_counted_as_iterations(tmp_pat
     assert all(0.05 < r < 0.15 for r in bag.sampling_rate)
 
 
+def test_engine_split_warnings_are_recognised_by_type_not_text(tmp_path, monkeypatch):
+    # The harness turns the engine's "could not split" warnings into the record's note and
+    # passes every other warning on: by class (smart_lgbm.IterationNotSplitWarning and its
+    # subclass NoMoreSplitsWarning), whatever the text says.
+    import warnings
+
+    import smart_lgbm as sl
+    from smart_lgbm.compare import methods
+
+    path = tmp_path / "c.toml"
+    path.write_text(SPLITLESS.format(extra="", data='{ source = "bundled", name = "higgs_sample", max_rows = 500 }'))
+    exp = load_config(path).experiments[0]
+    data = load_data(exp.data)
+    real = methods.engine_train
+
+    def noisy_train(*args, **kwargs):
+        warnings.warn("reworded: nothing to split here", sl.IterationNotSplitWarning)
+        warnings.warn("reworded again", sl.NoMoreSplitsWarning)
+        warnings.warn("a user's own warning that mentions a sample could not be split", UserWarning)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(methods, "engine_train", noisy_train)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run_method(exp.method("uniform"), exp, data, seed=0)
+    passed_on = [(w.category, str(w.message)) for w in caught]
+    assert (UserWarning, "a user's own warning that mentions a sample could not be split") in passed_on
+    assert not [c for c, _ in passed_on if issubclass(c, sl.IterationNotSplitWarning)]
+
+
+def test_warning_classes_are_exported_and_user_warnings():
+    import smart_lgbm as sl
+
+    assert issubclass(sl.SmartLGBMWarning, UserWarning)
+    assert issubclass(sl.IterationNotSplitWarning, sl.SmartLGBMWarning)
+    assert issubclass(sl.NoMoreSplitsWarning, sl.IterationNotSplitWarning)
+    assert {"SmartLGBMWarning", "IterationNotSplitWarning", "NoMoreSplitsWarning"} <= set(sl.__all__)
+
+
 def test_yahoo_like_data_reach_lightgbm_and_the_engine_as_csr(tmp_path, monkeypatch):
     import scipy.sparse as sp
 

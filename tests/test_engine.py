@@ -376,7 +376,7 @@ def test_bad_data_fails_early(a9a_small):
 def test_no_split_gives_constant_model_like_stock():
     X = np.random.RandomState(0).uniform(size=(10, 3))
     y = np.ones(10) * 3.0
-    with pytest.warns(UserWarning, match="no more leaves"):
+    with pytest.warns(sl.NoMoreSplitsWarning, match="no more leaves"):
         ours = sl.train({"objective": "regression", "verbosity": -1}, lgb.Dataset(X, y), 5)
     stock = lgb.train({"objective": "regression", "verbosity": -1}, lgb.Dataset(X, y), 5)
     assert ours.num_trees() == stock.num_trees() == 1
@@ -410,7 +410,7 @@ def test_unsplittable_sample_skips_the_iteration_like_stock_bagging():
     X, y = _noisy_binary()
     params = {"objective": "binary", "verbosity": -1, "min_data_in_leaf": 148, "seed": 0}
     res, rec = {}, {}
-    with pytest.warns(UserWarning, match="could not be split"):
+    with pytest.warns(sl.IterationNotSplitWarning, match="could not be split"):
         ours = sl.train(params, lgb.Dataset(X, y), 100, sampler=sl.Uniform(rate=0.1), valid_sets=[lgb.Dataset(X, y)],
                         callbacks=[lgb.record_evaluation(res), sl.record_sampling(rec)])
     stock = lgb.train({**params, "bagging_fraction": 0.1, "bagging_freq": 1}, lgb.Dataset(X, y), 100)
@@ -426,7 +426,7 @@ def test_unsplittable_first_iteration_is_still_evaluated():
     X, y = _noisy_binary(500, 3)
     params = {"objective": "binary", "verbosity": -1, "min_data_in_leaf": 5000}
     ours_res, stock_res = {}, {}
-    with pytest.warns(UserWarning, match="no more leaves"):
+    with pytest.warns(sl.NoMoreSplitsWarning, match="no more leaves"):
         ours = sl.train(params, lgb.Dataset(X, y), 5, valid_sets=[lgb.Dataset(X, y)],
                         callbacks=[lgb.record_evaluation(ours_res)])
     stock = lgb.train(params, lgb.Dataset(X, y), 5, valid_sets=[lgb.Dataset(X, y)],

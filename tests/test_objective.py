@@ -9,9 +9,8 @@ import numpy as np
 import pytest
 
 import smart_lgbm as sl
-from smart_lgbm.boosting import iteration_rng
+from smart_lgbm.iteration import iteration_rng, stream_rng
 from smart_lgbm.losses import BinaryLogloss, Target
-from smart_lgbm.objective import stream_rng
 from smart_lgbm.samplers import GradientHistory, SamplingState
 
 BASE = {"num_leaves": 15, "learning_rate": 0.1, "verbosity": -1}

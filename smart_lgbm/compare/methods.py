@@ -33,6 +33,7 @@ import numpy as np
 from .._param_roles import RANDOM_TREE_PARAMS
 from ..callback import record_sampling
 from ..engine import train as engine_train
+from ..exceptions import IterationNotSplitWarning
 from ..params import canonicalize
 from ..samplers import make_sampler
 from ..samplers import registry as sampler_registry
@@ -205,12 +206,6 @@ class _Recorder:
         return [after > b for after, b in zip(self.trees, before)]
 
 
-#: What LightGBM and the engine say when no tree of an iteration can split and training ends...
-_NO_SPLIT = "no more leaves that meet the split requirements"
-#: ... and what the engine says when a random sample could not split and training goes on.
-_SAMPLE_NOT_SPLIT = "sample could not be split"
-
-
 def _stopped_note(done: int, rounds: int, unsplittable: bool, engine: bool, budget: float | None = None) -> str:
     """Why a run has ``done`` of ``rounds`` iterations."""
     if budget is not None:
@@ -347,8 +342,8 @@ def run_method(
             warnings.simplefilter("always")
             booster = engine_train(params, train_set, rounds, sampler=sampler, valid_sets=[valid_set],
                                    valid_names=[VALID_NAME], callbacks=[record_sampling(sampling), recorder])
-        for w in caught:  # the engine's split messages become the record's note; pass the others on
-            if _NO_SPLIT not in str(w.message) and _SAMPLE_NOT_SPLIT not in str(w.message):
+        for w in caught:  # the engine's split warnings become the record's note; pass the others on
+            if not issubclass(w.category, IterationNotSplitWarning):
                 warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
         kept = [trees > 0 for trees in sampling["num_trees"]]
         _keep_tree_iterations(record, recorder, [float(s) for s in sampling["seconds"]], kept,

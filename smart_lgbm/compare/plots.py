@@ -3,6 +3,11 @@
 Drawn with matplotlib's Agg canvas on a private Figure (no pyplot, no global backend
 switch), so plotting works headless and never disturbs the caller's matplotlib state.
 Files are written atomically.
+
+matplotlib is the ``compare`` extra (``pip install 'smart-lgbm[compare]'``), not a core
+dependency: it is imported when a plot is drawn (:func:`matplotlib_agg`), so that
+``import smart_lgbm`` and training never need it, and a comparison without it fails at
+once, before anything trains, naming the extra.
 """
 
 from __future__ import annotations
@@ -11,13 +16,41 @@ import io
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
 
 from .io import write_bytes
 from .report import Curve
+
+if TYPE_CHECKING:  # imported when drawing (matplotlib_agg): the compare extra
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+#: How to install what the comparison's plots need (pyproject.toml's ``compare`` extra).
+INSTALL_EXTRA = "pip install 'smart-lgbm[compare]' (from a checkout: pip install '.[compare]')"
+
+
+class MissingExtraError(ImportError):
+    """An optional dependency of the comparison harness (its ``compare`` extra) is missing."""
+
+
+def matplotlib_agg() -> tuple[type[Figure], type[FigureCanvasAgg]]:
+    """matplotlib's ``Figure`` and Agg canvas classes, imported on first use.
+
+    Raises
+    ------
+    MissingExtraError
+        When matplotlib cannot be imported; the message names the extra to install.
+    """
+    try:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+    except ImportError as exc:
+        raise MissingExtraError(
+            f"the comparison draws its plots with matplotlib, which cannot be imported ({exc}); install the "
+            f"'compare' extra: {INSTALL_EXTRA}") from exc
+    return Figure, FigureCanvasAgg
 
 PLOT_FILES = {
     "metric_vs_iteration": "metric_vs_iteration.png",
@@ -27,7 +60,7 @@ PLOT_FILES = {
 
 
 def _save(fig: Figure, path: Path) -> Path:
-    FigureCanvasAgg(fig)
+    matplotlib_agg()[1](fig)
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=110, bbox_inches="tight")
     return write_bytes(path, buffer.getvalue())
@@ -85,6 +118,7 @@ def plot_curves(
     list of Path
         The files written.
     """
+    figure, _ = matplotlib_agg()
     folder = Path(folder)
     written = []
     specs = [
@@ -95,7 +129,7 @@ def plot_curves(
          lambda c: (np.arange(1, c.num_iterations + 1), c.sampling_rate)),
     ]
     for key, xlabel, ylabel, xy in specs:
-        fig = Figure(figsize=(7.0, 4.5))
+        fig = figure(figsize=(7.0, 4.5))
         ax = fig.add_subplot(1, 1, 1)
         for curve in curves:
             x, y = xy(curve)

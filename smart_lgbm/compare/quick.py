@@ -40,15 +40,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     from . import ConfigError, load_config, run_compare
     from .config import error_text
+    from .plots import MissingExtraError, matplotlib_agg
     from .report import to_markdown
 
     warnings = [w for w in [load_warning("before the runs")] if w]
     try:
+        matplotlib_agg()  # before the config, as smart-lgbm compare
         config = load_config(args.config)
         results = run_compare(config, methods=args.method, experiments=args.experiment, output=args.output,
                               overwrite=args.overwrite)
     except ConfigError as exc:
         print(f"scripts/run: error: {error_text(exc)}", file=sys.stderr)
+        return 2
+    except MissingExtraError as exc:
+        print(f"scripts/run: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

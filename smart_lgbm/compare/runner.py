@@ -27,6 +27,7 @@ from .config import CompareConfig, ConfigError, Experiment, MethodSpec
 from .data import ExperimentData, load_data
 from .io import interrupts_deferred, written_together
 from .methods import RunRecord, method_seeds, run_method
+from .plots import matplotlib_agg
 from .progress import Progress
 from .report import Table
 from .store import ExperimentStore, RunStore, budget_reference_seconds, check_output_folder, write_summary
@@ -112,9 +113,13 @@ def run_compare(
     ------
     ConfigError
         Before anything trains: bad command-line choices, output folder, data or parameters.
+    MissingExtraError
+        Before anything trains: matplotlib, which draws the plots, is not installed (the
+        ``compare`` extra).
     KeyboardInterrupt
         Re-raised after the kept results are listed on ``stream`` (they are on disk already).
     """
+    matplotlib_agg()  # the plots come after hours of training: fail now if they cannot be drawn
     progress = Progress(stream or sys.stderr, config.progress_seconds)
     out = Path(output) if output is not None else config.output
     chosen = _choose_experiments(config, experiments)

@@ -24,10 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
 
 from .io import write_bytes
+from .plots import matplotlib_agg
 from .report import Table, best_index, first_reaching, mean_curves, reach_threshold
 
 #: Whole trainings shorter than this are dominated by fixed costs and timer noise.
@@ -166,7 +165,8 @@ def plot_verdict(table: Table, records: Sequence, path: Path) -> Path | None:
         return None
     higher = table.higher_is_better
     threshold = reach_threshold(table.target, higher, table.tolerance)
-    fig = Figure(figsize=(8, 5))
+    figure, canvas = matplotlib_agg()
+    fig = figure(figsize=(8, 5))
     ax = fig.add_subplot(1, 1, 1)
     curves = [c for c in mean_curves(records) if c.num_iterations]
     lows, highs = [], []
@@ -190,7 +190,7 @@ def plot_verdict(table: Table, records: Sequence, path: Path) -> Path | None:
     ax.set_title(f"{table.experiment}: same quality, less time? (o = first reaching the target)")
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
-    FigureCanvasAgg(fig)
+    canvas(fig)
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=100)
     return write_bytes(path, buffer.getvalue())

@@ -1,0 +1,141 @@
+"""One iteration's draw, the same for every way of training: gradients, sample, checks, history.
+
+:func:`draw_iteration` is the one place that turns the current raw scores into the rows
+and fitting gradients of an iteration.  Its callers:
+
+* the engine (:meth:`smart_lgbm.boosting.BoostingRun.step`), on one machine and on every
+  machine of a distributed run (:mod:`smart_lgbm.dask` runs the engine on each worker,
+  with the worker's rank as its sampling stream);
+* :class:`smart_lgbm.SmartObjective`, the custom objective for stock ``lightgbm.train``,
+  ``lightgbm.cv``, LightGBM's scikit-learn estimators and ``lightgbm.dask``.
+
+So every path computes the same float32 gradients, draws with the same per-iteration
+random generator (:func:`stream_rng`: same seed, iteration and stream, same sample), keeps
+the same gradient history and refuses the same malformed samples (:func:`check_sample`)
+with the same message, naming the sampler.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .losses.base import Loss, Target, check_float32_finite, count_nonfinite
+from .samplers import GradientHistory, Sample, Sampler, SamplingState
+from .samplers.compiled import Statistics
+
+__all__ = ["check_sample", "draw_iteration", "iteration_rng", "stream_rng"]
+
+
+def iteration_rng(seed: int, iteration: int) -> np.random.Generator:
+    """The random generator of one iteration: same seed and iteration, same draws.
+
+    Both the engine and :class:`smart_lgbm.SmartObjective` use it, so they draw the same
+    samples for the same seed.
+    """
+    return np.random.Generator(np.random.PCG64(np.random.SeedSequence([seed, iteration])))
+
+
+def stream_rng(seed: int, iteration: int, stream: int | None) -> np.random.Generator:
+    """The random generator of one iteration of sampling stream ``stream``.
+
+    ``stream=None`` is the engine's own stream (:func:`iteration_rng`); every integer
+    ``stream`` is an independent stream of the same seed (numpy's ``SeedSequence`` spawn
+    key), for example one per machine of a distributed run, whose rows are its own.
+    """
+    if stream is None:
+        return iteration_rng(seed, iteration)
+    return np.random.Generator(np.random.PCG64(np.random.SeedSequence([seed, iteration], spawn_key=(stream,))))
+
+
+def check_sample(sample: Any, n: int, k: int, sampler: Sampler) -> None:
+    """Refuse a malformed sample early, naming the sampler (user samplers included).
+
+    A sample must hold at least one int32 row index, sorted, unique and in ``[0, n)``, and
+    float fitting gradients and hessians of shape ``(m,)`` (``(m, K)`` for ``k > 1``),
+    finite and within float32's range.  Duplicate or unsorted indices would otherwise fit
+    a wrong gradient vector silently (the engine's subset Dataset, the custom objective's
+    scatter into all rows), so this runs for every sampler, the built-in ones included:
+    every check is O(m) in the sample, vectorised, with no pass over all ``n`` rows.
+
+    Raises
+    ------
+    TypeError, ValueError
+        Naming the sampler and what was wrong.
+    """
+    if not isinstance(sample, Sample):
+        raise TypeError(f"{sampler!r}.sample() returned {type(sample).__name__}; expected a smart_lgbm.Sample")
+    idx = sample.indices
+    if not isinstance(idx, np.ndarray):
+        raise TypeError(f"{sampler!r} returned indices of type {type(idx).__name__}; expected a 1-D numpy array of "
+                        "int32 row indices")
+    if idx.ndim != 1:
+        raise ValueError(f"{sampler!r} returned indices of shape {idx.shape}; expected a 1-D array of row indices")
+    m = idx.shape[0]
+    if m < 1:
+        raise ValueError(f"{sampler!r} returned no rows; a sample needs at least one row")
+    if idx.dtype != np.int32:
+        raise TypeError(f"{sampler!r} returned indices of dtype {idx.dtype}; expected int32")
+    # strictly increasing: sorted and unique at once; then the ends bound every index
+    if idx[0] < 0 or idx[-1] >= n or (m > 1 and np.any(idx[1:] <= idx[:-1])):
+        raise ValueError(f"{sampler!r} returned indices that are not sorted, unique and in [0, {n})")
+    shape = (m,) if k == 1 else (m, k)
+    for name in ("grad", "hess"):
+        values = getattr(sample, name)
+        if not isinstance(values, np.ndarray) or not np.issubdtype(values.dtype, np.floating):
+            raise TypeError(f"{sampler!r} returned {name} of type {type(values).__name__}"
+                            f"{'' if not isinstance(values, np.ndarray) else ' ' + str(values.dtype)}; "
+                            f"expected a float numpy array of shape {shape}")
+        if values.shape != shape:
+            raise ValueError(f"{sampler!r} returned {name} of shape {values.shape}; expected {shape}")
+        # float32 (the built-in samplers' output) fits float32 when finite: one vectorised
+        # sum decides, and the message (the sampler's repr) is built only when it fails
+        if values.dtype.itemsize <= 4 and not count_nonfinite(values):
+            continue
+        check_float32_finite(f"{'gradients' if name == 'grad' else 'hessians'} from {sampler!r}", values)
+
+
+def draw_iteration(loss: Loss, sampler: Sampler, target: Target, history: GradientHistory, raw: np.ndarray,
+                   grad: np.ndarray, hess: np.ndarray, *, iteration: int, seed: int, stream: int | None = None,
+                   gradients_ready: bool = False, statistics: Statistics | None = None) -> Sample:
+    """Draw one iteration's sample: gradients, the sampler's draw, its checks, the history.
+
+    Parameters
+    ----------
+    loss : Loss
+    sampler : Sampler
+    target : Target
+        The training rows' labels, weights and groups.
+    history : GradientHistory
+        The run's history; this iteration's gradients are pushed once the sample is drawn
+        (the sampler sees the earlier iterations' only).
+    raw : ndarray of float64, shape (n,) or (n, K)
+        The training rows' raw scores (initial score included).
+    grad, hess : ndarray of float32, C-contiguous, same shape as ``raw``
+        Buffers the loss writes ``g, h`` into (the engine reuses its own every iteration).
+    iteration : int
+        0-based boosting iteration; with ``seed`` and ``stream`` it seeds the draw.
+    seed : int
+    stream : int or None, default=None
+        Sampling stream (:func:`stream_rng`).
+    gradients_ready : bool, default=False
+        True when ``grad, hess`` already hold the gradients at ``raw`` (the engine's fused
+        pass computed them with the previous iteration's walk): the loss is not called.
+    statistics : smart_lgbm.samplers.compiled.Statistics, optional
+        What the fused pass gathered for the built-in sampler's rate solve (only with
+        ``gradients_ready``).
+
+    Returns
+    -------
+    Sample
+        Checked by :func:`check_sample`.
+    """
+    if not gradients_ready:
+        loss.compute_gradients(raw, target, grad, hess)
+    state = SamplingState(iteration, grad, hess, raw, loss, target, history)
+    state.statistics = statistics
+    sample = sampler.sample(state, stream_rng(seed, iteration, stream))
+    check_sample(sample, target.num_rows, loss.num_model_per_iteration, sampler)
+    history.push_gradient(grad)
+    return sample
