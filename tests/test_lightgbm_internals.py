@@ -1,11 +1,13 @@
-"""Pins every LightGBM internal the engine relies on (smart_lgbm/_lightgbm.py).
+"""Pins every LightGBM internal the engine relies on (the package smart_lgbm/_lightgbm/).
 
-A LightGBM upgrade that changes one of these behaviours fails here first.
+A LightGBM upgrade that changes one of these behaviours fails here first; and no module
+outside that package reaches into LightGBM's internals (the last test).
 """
 
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import lightgbm as lgb
 import numpy as np
@@ -666,3 +668,38 @@ def test_has_positions_reads_python_and_c_sides(data):
     assert L.has_positions(lgb.Dataset(X, y, position=pos).construct())
     assert L.has_positions(lgb.Dataset(X, y, position=pos, free_raw_data=False).subset([0, 1]))
     assert not L.has_positions(lgb.Dataset(X, y).construct())
+
+
+# --------------------------------------------------------------------------- where internals live
+
+# What counts as a LightGBM internal in source text: its C library handle, its private
+# modules' and classes' single-underscore names (``lightgbm.basic._...``, ``lgb.callback._...``), a
+# Dataset's or Booster's handle, name-mangled Booster attributes, and the modules whose
+# names start with an underscore or are private by convention (``lightgbm.compat``), and
+# code-object copies of its functions (``__code__``).
+_INTERNAL_USE = re.compile(
+    r"\b_LIB\b|\b(?:lgb|lightgbm)(?:\.\w+)*\._[A-Za-z]|\b_basic\b|from lightgbm(?:\.\w+)* import _[A-Za-z]"
+    r"|from lightgbm import basic\b|import lightgbm\.basic|\blightgbm\.compat\b|\._handle\b|_Booster__\w"
+    r"|\._Dataset__\w|co_names|__code__"
+)
+
+
+def test_internals_are_used_only_inside_the_lightgbm_package():
+    package = Path(L.__file__).resolve().parent
+    assert package.name == "_lightgbm" and (package / "__init__.py").is_file()
+    root = package.parent
+    inside = sorted(p.relative_to(root).as_posix() for p in package.rglob("*.py")
+                    if _INTERNAL_USE.search(p.read_text()))
+    # the pattern finds the package's own uses (so it is not blind) ...
+    for module in ("_lightgbm/_capi.py", "_lightgbm/datasets.py", "_lightgbm/callbacks.py", "_lightgbm/sklearn.py",
+                   "_lightgbm/raw_data.py", "_lightgbm/model_text.py"):
+        assert module in inside
+    # ... and none elsewhere in smart_lgbm
+    outside = []
+    for path in sorted(root.rglob("*.py")):
+        if package in path.parents:
+            continue
+        for number, line in enumerate(path.read_text().split("\n"), 1):
+            if _INTERNAL_USE.search(line):
+                outside.append(f"{path.relative_to(root)}:{number}: {line.strip()}")
+    assert outside == [], "LightGBM internals used outside smart_lgbm/_lightgbm/:\n" + "\n".join(outside)
