@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ctypes
 import math
+from collections.abc import Hashable
 from dataclasses import dataclass
 
 import numpy as np
@@ -22,14 +23,18 @@ class IterationTrees:
     LightGBM's constant trees (output 0, plus the bias if one was folded in) and
     ``outputs`` is empty.
 
+    ``outputs`` and ``leaves`` are keyed as the ``sets`` given to
+    :meth:`OneIterationBooster.fit` (the engine's keys: :mod:`smart_lgbm.update_plan`),
+    never by position.
+
     Attributes
     ----------
     texts : list of str
         Each tree's body in LightGBM's model text (without the ``Tree=i`` line).
-    outputs : list of ndarray of shape (n_set, K), float64
+    outputs : dict of key -> ndarray of shape (n_set, K), float64
         For every requested binned set, each row's output in each of the K trees: exactly
         the double a stock model adds for that tree when predicting the row.
-    leaves : list of ndarray of shape (n_set, K), int32, or None
+    leaves : dict of key -> ndarray of shape (n_set, K), int32, or None
         Each row's leaf in each of the K trees, when asked for.
     model : str
         The model text LightGBM wrote for these trees (``header`` and ``parameters`` come
@@ -38,8 +43,8 @@ class IterationTrees:
     """
 
     texts: list[str]
-    outputs: list[np.ndarray]
-    leaves: list[np.ndarray] | None
+    outputs: dict[Hashable, np.ndarray]
+    leaves: dict[Hashable, np.ndarray] | None
     model: str
     finished: bool = False
 
@@ -189,7 +194,7 @@ class OneIterationBooster:
         train: ctypes.c_void_p,
         grad: np.ndarray,
         hess: np.ndarray,
-        sets: list[tuple[ctypes.c_void_p, int, np.ndarray | None]],
+        sets: dict[Hashable, tuple[ctypes.c_void_p, int, np.ndarray | None]],
         *,
         want_leaves: bool = False,
         bias: np.ndarray | None = None,
@@ -200,9 +205,10 @@ class OneIterationBooster:
         ----------
         train : C Dataset handle holding exactly the sampled rows.
         grad, hess : float32 arrays, class-major (``k * m + i``), length ``K * m``.
-        sets : (handle, num_rows, init_score or None) of each binned set whose rows'
-            tree outputs are wanted; ``init_score`` (class-major, length ``K * n``) is what
-            LightGBM starts that set's scores from.
+        sets : dict of key -> (handle, num_rows, init_score or None)
+            Each binned set whose rows' tree outputs are wanted, read in this order;
+            ``init_score`` (class-major, length ``K * n``) is what LightGBM starts that
+            set's scores from.  ``outputs`` and ``leaves`` come back under the same keys.
         want_leaves : bool
             Also report each row's leaf.
         bias : ndarray of shape (K,), optional
@@ -213,6 +219,8 @@ class OneIterationBooster:
         """
         if not self.handle:
             raise RuntimeError("this OneIterationBooster is freed")
+        if not isinstance(sets, dict):
+            raise TypeError(f"sets must be a dict of key -> (handle, num_rows, init_score); got {type(sets).__name__}")
         try:
             return self._fit(train, grad, hess, sets, want_leaves, bias)
         except BaseException:
@@ -220,7 +228,7 @@ class OneIterationBooster:
             raise
 
     def _fit(self, train: ctypes.c_void_p, grad: np.ndarray, hess: np.ndarray,
-             sets: list[tuple[ctypes.c_void_p, int, np.ndarray | None]],
+             sets: dict[Hashable, tuple[ctypes.c_void_p, int, np.ndarray | None]],
              want_leaves: bool, bias: np.ndarray | None) -> IterationTrees:
         self._point_at(train)
         finished = ctypes.c_int(0)
@@ -241,14 +249,14 @@ class OneIterationBooster:
             texts, leaf_values = [t for t, _ in folded], [v for _, v in folded]
         if finished.value:
             self._recreate()
-            return IterationTrees(texts, [], None, model, finished=True)
+            return IterationTrees(texts, {}, None, model, finished=True)
         # Each row's tree output is read in one of two ways.  Leaf indices: the leaf
         # outputs are overwritten with 0..L-1, so LightGBM's predictor writes each row's
         # leaf, and the output is looked up.  Outputs directly: LightGBM's predictor adds
         # the leaf output to a score that starts at 0.0, which gives the output exactly;
         # that needs no leaf rewrite and no look-up, but only works for sets without
         # LightGBM init scores (x + v then differs from v) and unchanged trees.
-        inits = [init for _, _, init in sets if init is not None]
+        inits = [init for _, _, init in sets.values() if init is not None]
         by_leaf = want_leaves or bias is not None or bool(inits)
         if by_leaf:
             if leaf_values is None:
@@ -258,8 +266,9 @@ class OneIterationBooster:
                 for leaf in range(values.shape[0]):
                     _check(_LIB.LGBM_BoosterSetLeafValue(self.handle, ctypes.c_int(k), ctypes.c_int(leaf),
                                                          ctypes.c_double(leaf * step)))
-        outputs, leaves = [], []
-        for handle, n, init_score in sets:
+        outputs: dict[Hashable, np.ndarray] = {}
+        leaves: dict[Hashable, np.ndarray] = {}
+        for key, (handle, n, init_score) in sets.items():
             # The set the trees were just fitted on (all rows drawn) already holds its
             # outputs: LightGBM added them from the tree learner's partition, no walk needed.
             if by_leaf or handle.value != self._current:
@@ -273,7 +282,7 @@ class OneIterationBooster:
                 )
             )
             if not by_leaf:
-                outputs.append(out.reshape(self.k, n).T)
+                outputs[key] = out.reshape(self.k, n).T
                 continue
             if init_score is not None:
                 out -= init_score  # not exact: round back to the leaf index
@@ -282,11 +291,11 @@ class OneIterationBooster:
             if init_score is not None:
                 np.rint(out, out=out)
             set_leaves = out.astype(np.int32).reshape(self.k, n).T
-            leaves.append(set_leaves)
+            leaves[key] = set_leaves
             set_outputs = np.empty((n, self.k))
             for k, values in enumerate(leaf_values):
                 set_outputs[:, k] = values[set_leaves[:, k]]
-            outputs.append(set_outputs)
+            outputs[key] = set_outputs
         self._point_at(self._parked.handle)
         _check(_LIB.LGBM_BoosterRollbackOneIter(self.handle))
         return IterationTrees(texts, outputs, leaves if want_leaves else None, model)
