@@ -6,7 +6,7 @@
 # switching back and forth reinstalls nothing.
 
 # Oldest first.  Keep in step with pyproject.toml's lightgbm range and SUPPORTED_LIGHTGBM in
-# smart_lgbm/_lightgbm.py (tests/test_versions.py checks all three agree).
+# smart_lgbm/_lightgbm/versions.py (tests/test_lightgbm_versions.py checks all three agree).
 LIGHTGBM_VERSIONS="4.6 4.7"
 NEWEST_LIGHTGBM="${LIGHTGBM_VERSIONS##* }"
 

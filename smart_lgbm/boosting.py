@@ -18,7 +18,8 @@ An iteration (:meth:`BoostingRun.step`):
    Exceptions read the outputs from LightGBM instead: the training set when every row was
    drawn (LightGBM's tree learner already added them from its partition of the rows, no
    walk needed), and any set whose raw features are not in memory (LightGBM's binned
-   predictor: slower, said once per run).
+   predictor: slower, said once per run).  :mod:`smart_lgbm.update_plan` decides it for
+   every set, once per run and kind of iteration.
 
 The fused path (:mod:`smart_lgbm.fused`): for a built-in loss and sampler on coded
 training rows, step 4's walk of the training rows is one compiled sweep that also computes
@@ -42,6 +43,7 @@ from .iteration import draw_iteration
 from .losses.base import Loss, Target
 from .params import ENGINE_ONLY, LOSS_AND_METRIC_PARAMS, EngineConfig, canonicalize, check_seed, refuse_unsupported
 from .samplers import GradientHistory, Sampler
+from .update_plan import SAMPLE, TRAIN, Features, PlanCache, RunFacts, Source
 from .walk import BinCodes, CodeBook, Forest, RawFeatures, add_coded_outputs, add_outputs
 
 #: The sampled rows' outputs are read from LightGBM's tree learner (and skipped by the
@@ -90,6 +92,13 @@ class ScoredSet:
             data.release_raw()  # the codes replace it (a converted DataFrame's copy is freed)
 
     @property
+    def features(self) -> Features:
+        """What of the set's features the walk reads (:mod:`smart_lgbm.update_plan`)."""
+        if self.walk is None:
+            return Features.NONE
+        return Features.CODES if isinstance(self.walk, BinCodes) else Features.RAW
+
+    @property
     def lightgbm_read(self) -> tuple[Any, int, np.ndarray | None]:
         """What :meth:`OneIterationBooster.fit` needs to read the outputs through LightGBM."""
         return self.data.handle, self.data.num_rows, self.data.native_init_score
@@ -131,6 +140,7 @@ class BoostingRun:
         self.book = _code_book(train)
         self.train = ScoredSet(train, self.k, self.book)
         self.valids = [ScoredSet(v, self.k, self.book) for v in valids]
+        self._scored = [self.train, *self.valids]  # by the update plan's keys: TRAIN, then valid_key(i)
         self.params_changed = False  # by a reset_parameter callback since the last iteration
         self._leaves: np.ndarray | None = None  # each training row's leaf, when the sampler needs it
         # float32 g, h of every training row (LightGBM's own precision), reused every iteration
@@ -140,6 +150,12 @@ class BoostingRun:
         # the fused pass (None: unfused path), and whether it left the next iteration's g, h
         # in the buffers above (with the sampler's statistics)
         self.fused = fused.plan(self.loss, sampler, train.target, self.train.walk, train.num_rows, self.k)
+        # where each set's outputs come from, decided once per run for each kind of iteration
+        self.plans = PlanCache(RunFacts(
+            train=self.train.features, valids=tuple(v.features for v in self.valids),
+            needs_leaves=sampler.needs_leaves, train_init_score=train.native_init_score is not None,
+            fused=self.fused is not None,
+        ))
         self._ready = False
         self._statistics = None
         # boost_from_average: folded into the first trees (LightGBM skips it given init
@@ -209,31 +225,24 @@ class BoostingRun:
                                 gradients_ready=ready, statistics=self._statistics)
         t_sample = time.perf_counter()
 
-        all_rows = sample.size == n  # (indices are sorted and unique)
-        # Outputs read through LightGBM: the training set when every row was drawn (from the
-        # tree learner's partition) or when its raw features are not in memory, and any
-        # validation set without raw features.  The others are walked.
-        walk_train = not all_rows and self.train.walk is not None
-        through_lightgbm = ([] if walk_train else [self.train]) + [v for v in self.valids if v.walk is None]
-        self._warn_slow([s for s in through_lightgbm if not (s is self.train and all_rows)])
-        # The sampled rows' outputs: LightGBM's tree learner has just added them to the
-        # sample's scores from its partition of the rows, so the coded walk can skip them
-        # (exact: the sample's scores start at 0.0 without LightGBM init scores; the
-        # leaf-reading sampler keeps walking every row for their leaves).
-        read_sample = (walk_train and isinstance(self.train.walk, BinCodes) and not self.sampler.needs_leaves
-                       and train.native_init_score is None and sample.size >= READ_SAMPLE_FRACTION * n)
-        subset = None if all_rows else _lightgbm.SubsetHandle(train.handle, sample.indices, self.subset_params)
+        # Where each set's outputs come from (smart_lgbm.update_plan): LightGBM's tree learner
+        # (every row drawn), its binned predictor (no features in memory), or the walk, which
+        # skips the sampled rows when a large sample's outputs are read back.
+        plan = self.plans(sample.size == n, sample.size >= READ_SAMPLE_FRACTION * n)  # (indices sorted, unique)
+        if plan.slow:
+            self._warn_slow(plan.slow)
+        subset = None if plan.train is Source.PARTITION else _lightgbm.SubsetHandle(
+            train.handle, sample.indices, self.subset_params)
         if self.params_changed or self.cfg.trees_draw_random_numbers():
             self.fitter.set_params(self.cfg.booster_params(iteration))
             self.params_changed = False
         try:
-            reads = [s.lightgbm_read for s in through_lightgbm]
-            if read_sample:
-                reads.insert(0, (subset.handle, sample.size, None))  # first: the Booster is on it already
+            by_key = self._scored
+            reads = {key: (subset.handle, sample.size, None) if key == SAMPLE else by_key[key].lightgbm_read
+                     for key in plan.read}
             fitted = self.fitter.fit(
                 train.handle if subset is None else subset.handle, class_major_float32(sample.grad),
-                class_major_float32(sample.hess), reads,
-                want_leaves=self.sampler.needs_leaves and not walk_train, bias=self.bias,
+                class_major_float32(sample.hess), reads, want_leaves=plan.want_leaves, bias=self.bias,
             )
         finally:
             if subset is not None:
@@ -252,31 +261,31 @@ class BoostingRun:
             num_trees = len(fitted.texts)
             self.trees.extend(fitted.texts)
             outputs = fitted.outputs
-            known = None  # the sampled rows' outputs, added by the walk (which skips those rows)
-            if read_sample:
-                known = (sample.indices, np.ascontiguousarray(outputs[0]))
-                outputs = outputs[1:]
-            for scored, set_outputs in zip(through_lightgbm, outputs):
-                scored.scores += set_outputs
-            walked = ([self.train] if walk_train else []) + [v for v in self.valids if v.walk is not None]
-            if walked:
+            if len(outputs) != len(plan.read):
+                raise RuntimeError(f"LightGBM gave outputs of sets {sorted(outputs)}; the update plan reads {plan.read}")
+            for key in plan.added:
+                by_key[key].scores += outputs[key]
+            # the sampled rows' outputs, added by the walk (which skips those rows)
+            known = (sample.indices, np.ascontiguousarray(outputs[SAMPLE])) if plan.read_sample else None
+            if plan.walked:
                 forest = Forest.from_tree_texts(fitted.texts)
                 coded = None
-                for scored in walked:
-                    leaves = self._leaf_buffer() if scored is self.train and self.sampler.needs_leaves else None
+                for key in plan.walked:
+                    scored = by_key[key]
+                    leaves = self._leaf_buffer() if key == TRAIN and plan.walk_leaves else None
                     if isinstance(scored.walk, BinCodes):
                         coded = coded or self.book.coded_forest(forest)
-                        if scored is self.train and self.fused is not None:
+                        if key == TRAIN and plan.fused:
                             # the walk, the next iteration's g, h and its sampler's statistics
                             self._statistics = self.fused.run(scored.walk, coded, scored.scores, known, grad, hess)
                             self._ready = True
                             continue
                         add_coded_outputs(scored.walk, coded, scored.scores, leaves,
-                                          known if scored is self.train else None)
+                                          known if key == TRAIN else None)
                     else:
                         add_outputs(scored.walk, forest, scored.scores, leaves)
-            if self.sampler.needs_leaves:
-                leaves = self._leaves if walk_train else fitted.leaves[0]
+            if plan.want_leaves or plan.walk_leaves:
+                leaves = self._leaves if plan.walk_leaves else fitted.leaves[TRAIN]
                 self.history.leaves = leaves[:, 0] if self.k == 1 else leaves
             self.bias = None
         t_end = time.perf_counter()
@@ -291,11 +300,11 @@ class BoostingRun:
             "seconds": t_end - t0,
         }
 
-    def _warn_slow(self, sets: list[ScoredSet]) -> None:
+    def _warn_slow(self, keys: tuple[int, ...]) -> None:
         """Say once per run when scores go through LightGBM's binned predictor."""
-        if sets and not self._warned_slow:
+        if keys and not self._warned_slow:
             self._warned_slow = True
-            names = ", ".join(repr(s.data.name) for s in sets)
+            names = ", ".join(repr(self._scored[key].data.name) for key in keys)
             warnings.warn(
                 f"no raw features in memory for {names} (built from a file, or constructed with free_raw_data=True): "
                 "their scores are updated through LightGBM's binned predictor, which is slower than the engine's "

@@ -1,11 +1,13 @@
-"""Pins every LightGBM internal the engine relies on (smart_lgbm/_lightgbm.py).
+"""Pins every LightGBM internal the engine relies on (the package smart_lgbm/_lightgbm/).
 
-A LightGBM upgrade that changes one of these behaviours fails here first.
+A LightGBM upgrade that changes one of these behaviours fails here first; and no module
+outside that package reaches into LightGBM's internals (the last test).
 """
 
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import lightgbm as lgb
 import numpy as np
@@ -132,8 +134,8 @@ def test_one_iteration_outputs_and_leaves_equal_stock_prediction(data):
         h = np.ones(idx.size, dtype=np.float32)
         fitter.set_params(params + f" seed={len(texts)}")
         same_tree = set()
-        for want_leaves, sets in ((False, [(handle, n, None)]), (True, [(handle, n, None)]),
-                                  (False, [(handle, n, None), (with_init, n, init)])):
+        for want_leaves, sets in ((False, {"all": (handle, n, None)}), (True, {"all": (handle, n, None)}),
+                                  (False, {"all": (handle, n, None), "init": (with_init, n, init)})):
             fitted = fitter.fit(sub.handle if sub else handle, g, h, sets, want_leaves=want_leaves)
             assert not fitted.finished and len(fitted.texts) == 1
             same_tree.add(fitted.texts[0])
@@ -141,10 +143,12 @@ def test_one_iteration_outputs_and_leaves_equal_stock_prediction(data):
                                                                     fitted.parameters, 1, None))
             # the tree was fitted on the sample only: its root counts the sample's rows
             assert booster.dump_model()["tree_info"][0]["tree_structure"]["internal_count"] == idx.size
-            for outputs in fitted.outputs:  # exactly what the stock model adds per row
+            assert list(fitted.outputs) == list(sets)  # keyed by set, as asked
+            for outputs in fitted.outputs.values():  # exactly what the stock model adds per row
                 np.testing.assert_array_equal(outputs[:, 0], booster.predict(X, raw_score=True))
             if want_leaves:
-                np.testing.assert_array_equal(fitted.leaves[0][:, 0], booster.predict(X, pred_leaf=True).reshape(-1))
+                assert list(fitted.leaves) == ["all"]
+                np.testing.assert_array_equal(fitted.leaves["all"][:, 0], booster.predict(X, pred_leaf=True).reshape(-1))
             else:
                 assert fitted.leaves is None
         if sub:
@@ -160,9 +164,11 @@ def test_one_iteration_bias_is_folded_into_trees_and_outputs(data):
     X, y = data
     ds, handle, fitter = _fitter(X, y, _FIT_PARAMS + " num_leaves=7")
     g = (0.5 - y).astype(np.float32)
-    fitted = fitter.fit(handle, g, np.ones(len(y), dtype=np.float32), [(handle, len(y), None)], bias=np.array([0.75]))
+    fitted = fitter.fit(handle, g, np.ones(len(y), dtype=np.float32), {0: (handle, len(y), None)}, bias=np.array([0.75]))
     booster = lgb.Booster(model_str=L.assemble_model_string(fitted.header, fitted.texts, None, fitted.parameters, 1, None))
     np.testing.assert_array_equal(fitted.outputs[0][:, 0], booster.predict(X, raw_score=True))
+    with pytest.raises(TypeError, match="sets must be a dict"):  # by key, never by position
+        fitter.fit(handle, g, np.ones(len(y), dtype=np.float32), [(handle, len(y), None)])
     assert "shrinkage=1\n" in fitted.texts[0] and np.all(fitted.leaf_values[0] > 0.75 - 0.2)
     fitter.free()
 
@@ -173,13 +179,13 @@ def test_one_iteration_booster_starts_clean_after_a_finished_iteration(data):
     X, y = data
     ds, handle, fitter = _fitter(X, y)
     zeros = np.zeros(len(y), dtype=np.float32)
-    fitted = fitter.fit(handle, zeros, zeros, [(handle, len(y), None)])  # zero hessians: no split
-    assert fitted.finished and fitted.outputs == [] and len(fitted.texts) == 1
+    fitted = fitter.fit(handle, zeros, zeros, {0: (handle, len(y), None)})  # zero hessians: no split
+    assert fitted.finished and fitted.outputs == {} and len(fitted.texts) == 1
     g = (0.5 - y).astype(np.float32)
     h = np.ones(len(y), dtype=np.float32)
-    after = fitter.fit(handle, g, h, [(handle, len(y), None)])
+    after = fitter.fit(handle, g, h, {0: (handle, len(y), None)})
     ds2, handle2, fresh_fitter = _fitter(X, y)
-    fresh = fresh_fitter.fit(handle2, g, h, [(handle2, len(y), None)])
+    fresh = fresh_fitter.fit(handle2, g, h, {0: (handle2, len(y), None)})
     assert not after.finished and after.texts == fresh.texts
     # the model text of the next iteration holds that one tree only, no constant tree before it
     assert L.split_model_string(after.model)[1] == after.texts
@@ -475,7 +481,7 @@ for it in range(4):
     target = (X[rows, 0] % 1.0 > 0.5).astype(np.float32)  # a split on feature 0 pays
     grad = (0.5 - target).astype(np.float32)
     fitted = fitter.fit(L.handle_of(train) if subset is None else subset.handle, grad,
-                        np.ones(len(rows), dtype=np.float32), [(L.handle_of(train), n, None)])
+                        np.ones(len(rows), dtype=np.float32), {0: (L.handle_of(train), n, None)})
     if subset is not None:
         subset.free()
     out["trees"].append(fitted.texts[0])
@@ -666,3 +672,38 @@ def test_has_positions_reads_python_and_c_sides(data):
     assert L.has_positions(lgb.Dataset(X, y, position=pos).construct())
     assert L.has_positions(lgb.Dataset(X, y, position=pos, free_raw_data=False).subset([0, 1]))
     assert not L.has_positions(lgb.Dataset(X, y).construct())
+
+
+# --------------------------------------------------------------------------- where internals live
+
+# What counts as a LightGBM internal in source text: its C library handle, its private
+# modules' and classes' single-underscore names (``lightgbm.basic._...``, ``lgb.callback._...``), a
+# Dataset's or Booster's handle, name-mangled Booster attributes, and the modules whose
+# names start with an underscore or are private by convention (``lightgbm.compat``), and
+# code-object copies of its functions (``__code__``).
+_INTERNAL_USE = re.compile(
+    r"\b_LIB\b|\b(?:lgb|lightgbm)(?:\.\w+)*\._[A-Za-z]|\b_basic\b|from lightgbm(?:\.\w+)* import _[A-Za-z]"
+    r"|from lightgbm import basic\b|import lightgbm\.basic|\blightgbm\.compat\b|\._handle\b|_Booster__\w"
+    r"|\._Dataset__\w|co_names|__code__"
+)
+
+
+def test_internals_are_used_only_inside_the_lightgbm_package():
+    package = Path(L.__file__).resolve().parent
+    assert package.name == "_lightgbm" and (package / "__init__.py").is_file()
+    root = package.parent
+    inside = sorted(p.relative_to(root).as_posix() for p in package.rglob("*.py")
+                    if _INTERNAL_USE.search(p.read_text()))
+    # the pattern finds the package's own uses (so it is not blind) ...
+    for module in ("_lightgbm/_capi.py", "_lightgbm/datasets.py", "_lightgbm/callbacks.py", "_lightgbm/sklearn.py",
+                   "_lightgbm/raw_data.py", "_lightgbm/model_text.py"):
+        assert module in inside
+    # ... and none elsewhere in smart_lgbm
+    outside = []
+    for path in sorted(root.rglob("*.py")):
+        if package in path.parents:
+            continue
+        for number, line in enumerate(path.read_text().split("\n"), 1):
+            if _INTERNAL_USE.search(line):
+                outside.append(f"{path.relative_to(root)}:{number}: {line.strip()}")
+    assert outside == [], "LightGBM internals used outside smart_lgbm/_lightgbm/:\n" + "\n".join(outside)

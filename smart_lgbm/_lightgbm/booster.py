@@ -1,0 +1,314 @@
+"""The run's one tree-fitting C Booster: reset to the sample, one custom update, read the
+outputs, park on one row, roll back (:class:`OneIterationBooster`)."""
+
+from __future__ import annotations
+
+import ctypes
+import math
+from collections.abc import Hashable
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._capi import _LIB, _c_str, _check
+from .datasets import SubsetHandle
+from .model_text import exact_internal_values, fold_bias, leaf_values_of, split_model_string, tree_bodies
+
+
+@dataclass
+class IterationTrees:
+    """The K trees of one engine iteration.
+
+    When no tree could split (LightGBM's "finished"), ``finished`` is True, ``texts`` holds
+    LightGBM's constant trees (output 0, plus the bias if one was folded in) and
+    ``outputs`` is empty.
+
+    ``outputs`` and ``leaves`` are keyed as the ``sets`` given to
+    :meth:`OneIterationBooster.fit` (the engine's keys: :mod:`smart_lgbm.update_plan`),
+    never by position.
+
+    Attributes
+    ----------
+    texts : list of str
+        Each tree's body in LightGBM's model text (without the ``Tree=i`` line).
+    outputs : dict of key -> ndarray of shape (n_set, K), float64
+        For every requested binned set, each row's output in each of the K trees: exactly
+        the double a stock model adds for that tree when predicting the row.
+    leaves : dict of key -> ndarray of shape (n_set, K), int32, or None
+        Each row's leaf in each of the K trees, when asked for.
+    model : str
+        The model text LightGBM wrote for these trees (``header`` and ``parameters`` come
+        from it).
+    finished : bool
+    """
+
+    texts: list[str]
+    outputs: dict[Hashable, np.ndarray]
+    leaves: dict[Hashable, np.ndarray] | None
+    model: str
+    finished: bool = False
+
+    @property
+    def leaf_values(self) -> list[np.ndarray]:
+        """Each tree's leaf outputs (learning rate applied), parsed from ``texts`` exactly."""
+        return [leaf_values_of(t) for t in self.texts]
+
+    @property
+    def header(self) -> str:
+        """The model text header (feature names and infos) LightGBM wrote."""
+        return split_model_string(self.model)[0]
+
+    @property
+    def parameters(self) -> str:
+        """The ``parameters:`` section LightGBM wrote."""
+        return split_model_string(self.model)[2]
+
+
+class _StringBuffer:
+    """A reusable output buffer for LGBM_BoosterSaveModelToString."""
+
+    def __init__(self) -> None:
+        self.size = 1 << 16
+        self.buf = ctypes.create_string_buffer(self.size)
+
+    def model_string(self, booster: ctypes.c_void_p) -> str:
+        out_len = ctypes.c_int64(0)
+        for _ in range(2):
+            _check(
+                _LIB.LGBM_BoosterSaveModelToString(
+                    booster, ctypes.c_int(0), ctypes.c_int(-1), ctypes.c_int(0),
+                    ctypes.c_int64(self.size), ctypes.byref(out_len), self.buf,
+                )
+            )
+            if out_len.value <= self.size:
+                return self.buf.raw[: out_len.value - 1].decode("utf-8")
+            self.size = int(out_len.value * 2)
+            self.buf = ctypes.create_string_buffer(self.size)
+        raise RuntimeError("model string did not fit the buffer")  # pragma: no cover
+
+
+def _leaf_index_step(inits: list[np.ndarray]) -> float:
+    """The power of two that leaf indices are written as multiples of.
+
+    LightGBM's predictor starts from a set's init score, so a leaf is read back as
+    ``round((init + j * step) - init) / step``.  The roundings of those sums are below
+    2**-11 * step while ``|init| < 2**40 * step``; ``step`` is 1 unless init scores are
+    that large (near 2**53 a step of 1 would lose the index itself).
+    """
+    largest = max((float(np.abs(init).max(initial=0.0)) for init in inits), default=0.0)
+    return 1.0 if largest < 2.0**40 else math.ldexp(1.0, math.frexp(largest)[1] - 40)
+
+
+class OneIterationBooster:
+    """Fits the K trees of one iteration at a time on subset Datasets, with given gradients.
+
+    One C Booster (custom objective) lives for the whole run and never keeps a tree: per
+    iteration it is pointed at the sample's Dataset (``LGBM_BoosterResetTrainingData``),
+    runs one ``UpdateOneIterCustom``, hands its trees back as text and rolls them back.
+    Creating a Booster per iteration instead costs more than the tree itself on small
+    data: LightGBM seeds a random generator per feature and allocates the histogram pool
+    every time.
+
+    Each row's tree output on each requested binned set is computed inside LightGBM: the
+    Booster is pointed at that set, and LightGBM's binned-data predictor (the one that
+    updates scores in stock training, O(n)) adds the trees' outputs to scores starting
+    at 0.0, which are then those outputs exactly.  When leaves are wanted (or a set has
+    LightGBM init scores), the leaf outputs are first overwritten with the leaf indices
+    0..L-1, so that the predictor writes each row's leaf, and the outputs are looked up.
+    Either way the engine adds exactly the doubles a stock model adds when predicting.
+    Before the rollback the Booster is pointed at a one-row Dataset, so that removing the
+    trees costs nothing.
+
+    Parameters
+    ----------
+    params : str
+        LightGBM parameters of the first iteration (``objective=custom``).
+    num_model_per_iteration : int
+    train : C Dataset handle the subsets are taken from (its first row makes the one-row set).
+    subset_params : str
+        Parameters for ``LGBM_DatasetGetSubset``.
+    """
+
+    def __init__(self, params: str, num_model_per_iteration: int, train: ctypes.c_void_p,
+                 subset_params: str) -> None:
+        self.k = num_model_per_iteration
+        self._buffer = _StringBuffer()
+        self._params = params
+        self._train = train
+        self._parked = SubsetHandle(train, np.zeros(1, dtype=np.int32), subset_params)
+        self.handle = ctypes.c_void_p()
+        self._create()
+        #: the model text header (feature names and infos) and ``parameters:`` section
+        self.header, _, self.parameters = split_model_string(self._buffer.model_string(self.handle))
+
+    def _create(self) -> None:
+        # Created on the whole training set: some buffers (use_quantized_grad's) are sized
+        # by the first Dataset only, and every sample is at most that large.
+        _check(_LIB.LGBM_BoosterCreate(self._train, _c_str(self._params), ctypes.byref(self.handle)))
+        self._current = self._train.value
+
+    def _recreate(self) -> None:
+        """A fresh C Booster after an iteration that could not split.
+
+        Such an iteration leaves LightGBM's constant trees in the Booster and does not count
+        as an iteration, so ``RollbackOneIter`` cannot remove them; every later tree would
+        come after them.
+        """
+        _check(_LIB.LGBM_BoosterFree(self.handle))
+        self.handle = ctypes.c_void_p()
+        self._create()
+
+    def set_params(self, params: str) -> None:
+        """Parameters of the next iteration (the engine re-seeds every iteration).
+
+        Given in full, so that LightGBM derives its sub-seeds exactly as for a Booster
+        created with them (``seed`` then explicit ``*_seed`` overrides).
+        """
+        if params != self._params:
+            _check(_LIB.LGBM_BoosterResetParameter(self.handle, _c_str(params)))
+            self._params = params
+
+    def parameters_section(self, params: str) -> str:
+        """The ``parameters:`` section LightGBM writes for a Booster created with ``params``
+        (a throw-away Booster on the one-row Dataset: no parameter of the run is touched, and
+        LightGBM derives the seeds it shows exactly as for a Booster created with them)."""
+        handle = ctypes.c_void_p()
+        _check(_LIB.LGBM_BoosterCreate(self._parked.handle, _c_str(params), ctypes.byref(handle)))
+        try:
+            return split_model_string(self._buffer.model_string(handle))[2]
+        finally:
+            _check(_LIB.LGBM_BoosterFree(handle))
+
+    def _point_at(self, dataset: ctypes.c_void_p) -> None:
+        # LightGBM ignores a reset to the Dataset it already trains on (and then keeps
+        # its scores); park on the one-row set first so the scores are recomputed.
+        if dataset.value == self._current:
+            if dataset.value == self._parked.handle.value:
+                return
+            _check(_LIB.LGBM_BoosterResetTrainingData(self.handle, self._parked.handle))
+        _check(_LIB.LGBM_BoosterResetTrainingData(self.handle, dataset))
+        self._current = dataset.value
+
+    def fit(
+        self,
+        train: ctypes.c_void_p,
+        grad: np.ndarray,
+        hess: np.ndarray,
+        sets: dict[Hashable, tuple[ctypes.c_void_p, int, np.ndarray | None]],
+        *,
+        want_leaves: bool = False,
+        bias: np.ndarray | None = None,
+    ) -> IterationTrees:
+        """Fit one iteration (``finished`` set if no tree could split).
+
+        Parameters
+        ----------
+        train : C Dataset handle holding exactly the sampled rows.
+        grad, hess : float32 arrays, class-major (``k * m + i``), length ``K * m``.
+        sets : dict of key -> (handle, num_rows, init_score or None)
+            Each binned set whose rows' tree outputs are wanted, read in this order;
+            ``init_score`` (class-major, length ``K * n``) is what LightGBM starts that
+            set's scores from.  ``outputs`` and ``leaves`` come back under the same keys.
+        want_leaves : bool
+            Also report each row's leaf.
+        bias : ndarray of shape (K,), optional
+            Folded into the trees (see :func:`fold_bias`) and included in ``outputs``.
+
+        After a finished iteration (no tree could split) the C Booster is replaced by a fresh
+        one, so the next call starts clean.
+        """
+        if not self.handle:
+            raise RuntimeError("this OneIterationBooster is freed")
+        if not isinstance(sets, dict):
+            raise TypeError(f"sets must be a dict of key -> (handle, num_rows, init_score); got {type(sets).__name__}")
+        try:
+            return self._fit(train, grad, hess, sets, want_leaves, bias)
+        except BaseException:
+            self.free()  # it may point at a Dataset the caller is about to free
+            raise
+
+    def _fit(self, train: ctypes.c_void_p, grad: np.ndarray, hess: np.ndarray,
+             sets: dict[Hashable, tuple[ctypes.c_void_p, int, np.ndarray | None]],
+             want_leaves: bool, bias: np.ndarray | None) -> IterationTrees:
+        self._point_at(train)
+        finished = ctypes.c_int(0)
+        _check(
+            _LIB.LGBM_BoosterUpdateOneIterCustom(
+                self.handle,
+                grad.ctypes.data_as(ctypes.POINTER(ctypes.c_float)),
+                hess.ctypes.data_as(ctypes.POINTER(ctypes.c_float)),
+                ctypes.byref(finished),
+            )
+        )
+        model = self._buffer.model_string(self.handle)
+        texts = tree_bodies(model)
+        leaf_values = None
+        if bias is not None:
+            internal = exact_internal_values(self.handle, len(texts))
+            folded = [fold_bias(text, float(b), inner) for text, b, inner in zip(texts, bias, internal)]
+            texts, leaf_values = [t for t, _ in folded], [v for _, v in folded]
+        if finished.value:
+            self._recreate()
+            return IterationTrees(texts, {}, None, model, finished=True)
+        # Each row's tree output is read in one of two ways.  Leaf indices: the leaf
+        # outputs are overwritten with 0..L-1, so LightGBM's predictor writes each row's
+        # leaf, and the output is looked up.  Outputs directly: LightGBM's predictor adds
+        # the leaf output to a score that starts at 0.0, which gives the output exactly;
+        # that needs no leaf rewrite and no look-up, but only works for sets without
+        # LightGBM init scores (x + v then differs from v) and unchanged trees.
+        inits = [init for _, _, init in sets.values() if init is not None]
+        by_leaf = want_leaves or bias is not None or bool(inits)
+        if by_leaf:
+            if leaf_values is None:
+                leaf_values = [leaf_values_of(t) for t in texts]
+            step = _leaf_index_step(inits)
+            for k, values in enumerate(leaf_values):
+                for leaf in range(values.shape[0]):
+                    _check(_LIB.LGBM_BoosterSetLeafValue(self.handle, ctypes.c_int(k), ctypes.c_int(leaf),
+                                                         ctypes.c_double(leaf * step)))
+        outputs: dict[Hashable, np.ndarray] = {}
+        leaves: dict[Hashable, np.ndarray] = {}
+        for key, (handle, n, init_score) in sets.items():
+            # The set the trees were just fitted on (all rows drawn) already holds its
+            # outputs: LightGBM added them from the tree learner's partition, no walk needed.
+            if by_leaf or handle.value != self._current:
+                self._point_at(handle)
+            out = np.empty(self.k * n, dtype=np.float64)
+            out_len = ctypes.c_int64(0)
+            _check(
+                _LIB.LGBM_BoosterGetPredict(
+                    self.handle, ctypes.c_int(0), ctypes.byref(out_len),
+                    out.ctypes.data_as(ctypes.POINTER(ctypes.c_double)),
+                )
+            )
+            if not by_leaf:
+                outputs[key] = out.reshape(self.k, n).T
+                continue
+            if init_score is not None:
+                out -= init_score  # not exact: round back to the leaf index
+            if step != 1.0:
+                out /= step  # a power of two: exact
+            if init_score is not None:
+                np.rint(out, out=out)
+            set_leaves = out.astype(np.int32).reshape(self.k, n).T
+            leaves[key] = set_leaves
+            set_outputs = np.empty((n, self.k))
+            for k, values in enumerate(leaf_values):
+                set_outputs[:, k] = values[set_leaves[:, k]]
+            outputs[key] = set_outputs
+        self._point_at(self._parked.handle)
+        _check(_LIB.LGBM_BoosterRollbackOneIter(self.handle))
+        return IterationTrees(texts, outputs, leaves if want_leaves else None, model)
+
+    def free(self) -> None:
+        """Release the Booster and its one-row Dataset (idempotent)."""
+        if self.handle:
+            _check(_LIB.LGBM_BoosterFree(self.handle))
+            self.handle = ctypes.c_void_p()
+        self._parked.free()
+
+    def __del__(self) -> None:
+        try:
+            self.free()
+        except Exception:  # interpreter shutdown: the library may be gone already
+            pass

@@ -1,0 +1,131 @@
+"""One tree body of a model text read into arrays, as LightGBM's ``Tree(const char*)`` reads it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class TreeArrays:
+    """One tree of a LightGBM model text, as LightGBM's ``Tree(const char*)`` reads it.
+
+    Node ``i`` (``0 <= i < num_leaves - 1``) is internal; a child ``c >= 0`` is internal
+    node ``c`` and ``c < 0`` is leaf ``~c`` (LightGBM's encoding).  A 1-leaf tree has
+    empty node arrays.
+
+    Attributes
+    ----------
+    num_leaves, num_cat : int
+    split_feature : ndarray of int32, shape (num_leaves - 1,)
+        The raw feature index each internal node splits on.
+    threshold : ndarray of float64, shape (num_leaves - 1,)
+        Numerical nodes: go left when ``x <= threshold``.  Categorical nodes: the index
+        of the node's bitset in ``cat_boundaries`` (``static_cast<int>`` of it).
+    decision_type : ndarray of int8, shape (num_leaves - 1,)
+        Bit 0 categorical, bit 1 default left, bits 2-3 missing type (0 None, 1 Zero,
+        2 NaN); zeros when the text has no ``decision_type`` line, as LightGBM reads it.
+    left_child, right_child : ndarray of int32, shape (num_leaves - 1,)
+    leaf_value : ndarray of float64, shape (num_leaves,)
+    cat_boundaries : ndarray of int32, shape (num_cat + 1,) (empty when num_cat is 0)
+    cat_threshold : ndarray of uint32, shape (cat_boundaries[-1],)
+        The concatenated category bitsets (bit ``c`` of a bitset: category ``c`` goes left).
+    """
+
+    num_leaves: int
+    num_cat: int
+    split_feature: np.ndarray
+    threshold: np.ndarray
+    decision_type: np.ndarray
+    left_child: np.ndarray
+    right_child: np.ndarray
+    leaf_value: np.ndarray
+    cat_boundaries: np.ndarray
+    cat_threshold: np.ndarray
+
+
+def _tree_fields(text: str) -> dict[str, str]:
+    # LightGBM reads ``key=value`` lines up to the first empty line.
+    fields = {}
+    for line in text.split("\n"):
+        line = line.rstrip("\r")
+        if not line:
+            break
+        key, sep, value = line.partition("=")
+        if not sep:
+            raise ValueError(f"tree text: line {line[:40]!r} is not key=value")
+        fields[key] = value
+    return fields
+
+
+def _tree_array(fields: dict[str, str], key: str, dtype: Any, size: int,
+                default: np.ndarray | None = None) -> np.ndarray:
+    if key not in fields:
+        if default is not None:
+            return default
+        raise ValueError(f"tree text has no {key}= line")
+    raw = fields[key].split(" ") if fields[key] else []
+    if len(raw) != size:
+        raise ValueError(f"tree text: {key} has {len(raw)} values, expected {size}")
+    if np.dtype(dtype).kind == "f":
+        # Python's float() rounds correctly, as LightGBM's parser does: the doubles
+        # LightGBM wrote (shortest round-trip repr) come back bit for bit.
+        return np.array([float(v) for v in raw], dtype=dtype)
+    values = [int(v) for v in raw]
+    info = np.iinfo(dtype)
+    if values and (min(values) < info.min or max(values) > info.max):  # (Python's min/max: small lists)
+        raise ValueError(f"tree text: {key} has values outside the range of {np.dtype(dtype).name}")
+    return np.array(values, dtype=dtype)
+
+
+def parse_tree(text: str) -> TreeArrays:
+    """Read one tree body (as :func:`tree_bodies` returns it) into numpy arrays.
+
+    Mirrors ``Tree::Tree(const char*)`` of LightGBM 4.6: ``num_leaves``, ``num_cat`` and
+    ``leaf_value`` are required; a 1-leaf tree needs nothing else; ``decision_type``
+    defaults to all zeros; ``cat_boundaries`` and ``cat_threshold`` are read when
+    ``num_cat > 0``.
+
+    Raises
+    ------
+    ValueError
+        For a linear tree (``is_linear=1``: its leaves are linear models of the
+        features, which the walk does not evaluate) or malformed text.
+    """
+    fields = _tree_fields(text)
+    for key in ("num_leaves", "num_cat"):
+        if key not in fields:
+            raise ValueError(f"tree text has no {key}= line")
+    num_leaves, num_cat = int(fields["num_leaves"]), int(fields["num_cat"])
+    if num_leaves < 1 or num_cat < 0:
+        raise ValueError(f"tree text: num_leaves={num_leaves}, num_cat={num_cat}")
+    if int(fields.get("is_linear", "0")) != 0:
+        raise ValueError("linear trees (is_linear=1, from linear_tree=true) are not supported: "
+                         "their leaves are linear models, not constants")
+    leaf_value = _tree_array(fields, "leaf_value", np.float64, num_leaves)
+    m = num_leaves - 1
+    if m == 0:
+        empty_i = np.zeros(0, dtype=np.int32)
+        return TreeArrays(1, num_cat, empty_i, np.zeros(0), np.zeros(0, dtype=np.int8), empty_i,
+                          empty_i, leaf_value, np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.uint32))
+    cat_boundaries = np.zeros(0, dtype=np.int32)
+    cat_threshold = np.zeros(0, dtype=np.uint32)
+    if num_cat > 0:
+        cat_boundaries = _tree_array(fields, "cat_boundaries", np.int32, num_cat + 1)
+        if cat_boundaries[0] != 0 or np.any(np.diff(cat_boundaries) < 0):
+            raise ValueError("tree text: cat_boundaries must start at 0 and never decrease")
+        cat_threshold = _tree_array(fields, "cat_threshold", np.uint32, int(cat_boundaries[-1]))
+    return TreeArrays(
+        num_leaves=num_leaves,
+        num_cat=num_cat,
+        split_feature=_tree_array(fields, "split_feature", np.int32, m),
+        threshold=_tree_array(fields, "threshold", np.float64, m),
+        decision_type=_tree_array(fields, "decision_type", np.int8, m, np.zeros(m, dtype=np.int8)),
+        left_child=_tree_array(fields, "left_child", np.int32, m),
+        right_child=_tree_array(fields, "right_child", np.int32, m),
+        leaf_value=leaf_value,
+        cat_boundaries=cat_boundaries,
+        cat_threshold=cat_threshold,
+    )

@@ -1,0 +1,229 @@
+"""Where each data set's new scores come from in an iteration: one pure decision.
+
+After the tree learner has fitted an iteration's trees on the sample, every tracked set (the
+training set and each validation set) must get each row's tree outputs added to its
+scores.  There are five ways (:class:`Source`), and which one a set takes depends on a few
+facts of the run (what of its features are in memory, whether the sampler reads leaves,
+init scores held by LightGBM, the fused pass) and two of the iteration (whether every row
+was drawn, whether the sample is large).  :func:`plan_updates` decides it for every set at
+once and returns an :class:`UpdatePlan`; :class:`smart_lgbm.boosting.BoostingRun` follows
+the plan, and :meth:`smart_lgbm._lightgbm.OneIterationBooster.fit` returns the outputs it
+reads keyed by the set keys of the plan (:data:`TRAIN`, :data:`SAMPLE`,
+:func:`valid_key`), never by position.
+
+The run's facts are fixed when the run starts, and the iteration's facts take four values,
+so a run computes at most four plans (:class:`PlanCache`), not one per iteration.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+__all__ = [
+    "SAMPLE", "TRAIN", "Features", "PlanCache", "RunFacts", "Source", "UpdatePlan", "plan_updates", "valid_key",
+]
+
+#: Key of the training set.
+TRAIN = 0
+#: Key of the sample's subset Dataset (its rows' outputs, read back from LightGBM).
+SAMPLE = -1
+
+
+def valid_key(position: int) -> int:
+    """Key of the validation set at ``position`` (0-based) in the run's validation sets."""
+    return position + 1
+
+
+class Features(enum.Enum):
+    """What of a set's features the run holds in memory."""
+
+    #: bin codes (:mod:`smart_lgbm.walk.codes`): one byte per value
+    CODES = "codes"
+    #: the caller's raw features (data that cannot be coded exactly)
+    RAW = "raw"
+    #: none: a Dataset built from a file, or constructed with ``free_raw_data=True``
+    NONE = "none"
+
+
+class Source(enum.Enum):
+    """Where a set's new tree outputs come from in one iteration."""
+
+    #: Every training row was drawn: LightGBM's tree learner already added each row's output
+    #: to the scores of the Dataset it fitted on, from its partition of the rows.  Read back
+    #: with no walk and no reset of the Booster.
+    PARTITION = "the tree learner's partition"
+    #: LightGBM's binned predictor: the Booster is pointed at the set's binned rows, which
+    #: costs a reset and a binned walk per iteration (sets without features in memory).
+    PREDICTOR = "LightGBM's binned predictor"
+    #: The compiled walk over the set's bin codes.
+    CODED_WALK = "coded walk"
+    #: The compiled walk over the set's raw features.
+    RAW_WALK = "raw walk"
+    #: Training set only: the sampled rows' outputs are read back from the tree learner's
+    #: partition of the sample (as :attr:`PARTITION`, on the subset), and the coded walk
+    #: adds them and skips those rows.
+    SAMPLE_READ_BACK = "sampled rows read back, the other rows by the coded walk"
+
+
+#: The sources for which LightGBM computes the outputs of the set itself.
+_THROUGH_LIGHTGBM = frozenset({Source.PARTITION, Source.PREDICTOR})
+_WALKED = frozenset({Source.CODED_WALK, Source.RAW_WALK, Source.SAMPLE_READ_BACK})
+_WALK_OF = {Features.CODES: Source.CODED_WALK, Features.RAW: Source.RAW_WALK, Features.NONE: Source.PREDICTOR}
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """What :func:`plan_updates` needs to know of a run; fixed for the run.
+
+    Attributes
+    ----------
+    train : Features
+        What of the training set's features is in memory.
+    valids : tuple of Features
+        The same for every validation set, in the run's order.
+    needs_leaves : bool
+        The sampler reads each training row's leaf in the newest trees.
+    train_init_score : bool
+        LightGBM holds init scores for the training set (its predictor starts from them,
+        so the sample's outputs cannot be read back exactly).
+    fused : bool
+        The run has a fused pass (:mod:`smart_lgbm.fused`): the walk of the coded training
+        rows also computes the next iteration's gradients.  Only with coded training rows
+        and a sampler that needs no leaves.
+    """
+
+    train: Features
+    valids: tuple[Features, ...]
+    needs_leaves: bool
+    train_init_score: bool
+    fused: bool
+
+    def __post_init__(self) -> None:
+        for name, value in (("train", self.train), *(("valids", v) for v in self.valids)):
+            if not isinstance(value, Features):
+                raise TypeError(f"RunFacts.{name} takes Features members; got {value!r}")
+        if self.fused and (self.train is not Features.CODES or self.needs_leaves):
+            raise ValueError("RunFacts: a fused pass needs coded training rows and a sampler that needs no leaves; "
+                             f"got train={self.train.value}, needs_leaves={self.needs_leaves}")
+
+
+@dataclass(frozen=True)
+class UpdatePlan:
+    """Where every set's outputs come from in one iteration (:func:`plan_updates`).
+
+    Attributes
+    ----------
+    train : Source
+    valids : tuple of Source
+        One per validation set, in the run's order.
+    read : tuple of int
+        The keys whose outputs :meth:`OneIterationBooster.fit` reads from LightGBM, in the
+        order it reads them: :data:`SAMPLE` first when present (the Booster is on the
+        sample already), then the training set, then validation sets.
+    added : tuple of int
+        The keys of ``read`` whose outputs are added to that set's scores as they are
+        (all but :data:`SAMPLE`).
+    walked : tuple of int
+        The keys of the sets the compiled walk updates, training set first.
+    slow : tuple of int
+        The keys of the sets updated through :attr:`Source.PREDICTOR` (said once per run).
+    fused : bool
+        The training set's coded walk is the fused pass.
+    want_leaves : bool
+        ``fit`` reports the training rows' leaves (the sampler needs them and LightGBM
+        gives the training set's outputs).
+    walk_leaves : bool
+        The walk of the training rows writes their leaves (the sampler needs them and the
+        training set is walked).
+    """
+
+    train: Source
+    valids: tuple[Source, ...]
+    read: tuple[int, ...]
+    added: tuple[int, ...]
+    walked: tuple[int, ...]
+    slow: tuple[int, ...]
+    fused: bool
+    want_leaves: bool
+    walk_leaves: bool
+
+    @property
+    def read_sample(self) -> bool:
+        """The sampled rows' outputs are read back (:attr:`Source.SAMPLE_READ_BACK`)."""
+        return self.train is Source.SAMPLE_READ_BACK
+
+
+def plan_updates(run: RunFacts, *, all_rows: bool, large_sample: bool) -> UpdatePlan:
+    """Decide where every set's new scores come from in one iteration.
+
+    Parameters
+    ----------
+    run : RunFacts
+    all_rows : bool
+        Every training row was drawn (the sample is the training set).
+    large_sample : bool
+        The sample holds at least :data:`smart_lgbm.boosting.READ_SAMPLE_FRACTION` of the
+        rows: reading its outputs back lets the coded walk skip them.  Below that share
+        skipping scattered rows saves no time.
+
+    Returns
+    -------
+    UpdatePlan
+
+    Notes
+    -----
+    The training set: :attr:`Source.PARTITION` when every row was drawn (whatever its
+    features); else :attr:`Source.PREDICTOR` without features in memory; else the walk of
+    its codes or raw features, with the sampled rows read back
+    (:attr:`Source.SAMPLE_READ_BACK`) when the rows are coded, the sample is large, the
+    sampler needs no leaves (it needs every row's leaf from the walk) and LightGBM holds no
+    init scores for the set (the sample's scores would not start at 0.0).  A validation set:
+    the walk of its codes or raw features, else :attr:`Source.PREDICTOR`.
+    """
+    if all_rows:
+        train = Source.PARTITION
+    elif run.train is Features.CODES:
+        read_back = large_sample and not run.needs_leaves and not run.train_init_score
+        train = Source.SAMPLE_READ_BACK if read_back else Source.CODED_WALK
+    else:
+        train = _WALK_OF[run.train]
+    valids = tuple(_WALK_OF[features] for features in run.valids)
+    keyed = [(TRAIN, train), *((valid_key(i), source) for i, source in enumerate(valids))]
+    added = tuple(key for key, source in keyed if source in _THROUGH_LIGHTGBM)
+    walked = tuple(key for key, source in keyed if source in _WALKED)
+    train_walked = train in _WALKED
+    return UpdatePlan(
+        train=train,
+        valids=valids,
+        read=((SAMPLE,) if train is Source.SAMPLE_READ_BACK else ()) + added,
+        added=added,
+        walked=walked,
+        slow=tuple(key for key, source in keyed if source is Source.PREDICTOR),
+        fused=run.fused and train_walked,
+        want_leaves=run.needs_leaves and not train_walked,
+        walk_leaves=run.needs_leaves and train_walked,
+    )
+
+
+class PlanCache:
+    """The plans of one run, each computed the first time its iteration facts occur.
+
+    Parameters
+    ----------
+    run : RunFacts
+    """
+
+    __slots__ = ("run", "_plans")
+
+    def __init__(self, run: RunFacts) -> None:
+        self.run = run
+        self._plans: dict[tuple[bool, bool], UpdatePlan] = {}
+
+    def __call__(self, all_rows: bool, large_sample: bool) -> UpdatePlan:
+        """The plan of an iteration (see :func:`plan_updates`)."""
+        key = (all_rows, large_sample)
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = self._plans[key] = plan_updates(self.run, all_rows=all_rows, large_sample=large_sample)
+        return plan
