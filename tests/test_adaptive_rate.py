@@ -167,6 +167,18 @@ def test_leaf_sums_well_above_the_data_noise_keep_a_low_rate():
     assert tight[1] == pytest.approx(0.2, abs=0.03) and tight[2] == pytest.approx(0.4, abs=0.03)
 
 
+def test_a_rate_grown_past_half_goes_to_the_maximum():
+    n = 4_000
+    leaves = np.arange(n) % 4
+    signs = np.where((np.arange(n) // 4) % 2 == 0, 1.0, -1.0)  # every leaf's sum is 0: always grows
+    for maximum, expected in ((1.0, 1.0), (0.9, 0.9)):
+        control = sl.AdaptiveRate(start=0.3, maximum=maximum, growth=1.5, window=1)
+        rates = _rates(sl.Uniform(rate=control), lambda it: signs, leaves, 3)
+        # 0.3 * 1.5 = 0.45 stays; 0.45 * 1.5 = 0.675 > 0.5 jumps to the maximum
+        assert rates[0] == pytest.approx(0.3, abs=0.03) and rates[1] == pytest.approx(0.45, abs=0.03)
+        assert rates[2] == pytest.approx(expected, abs=0.03 if expected < 1 else 0)
+
+
 def test_no_leaves_no_decision():
     # before the first tree there is no partition to judge: the rate stays
     n = 5_000
