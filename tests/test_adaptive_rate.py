@@ -179,6 +179,39 @@ def test_a_rate_grown_past_half_goes_to_the_maximum():
         assert rates[2] == pytest.approx(expected, abs=0.03 if expected < 1 else 0)
 
 
+def _rates_with_validation(sampler, grad, leaves, values, higher_is_better=False):
+    """Rates of a run whose first validation metric after iteration t is values[t]."""
+    history = GradientHistory(leaves=leaves)
+    rates = []
+    for it in range(len(values)):
+        rates.append(sampler.sample(_state(it, grad, history), np.random.default_rng(it)).size / leaves.shape[0])
+        history.validation = [("valid_0", "metric", values[it], higher_is_better)]  # what the engine sets
+    return rates
+
+
+@pytest.mark.parametrize("higher_is_better", [False, True])
+def test_a_validation_plateau_grows_the_rate(higher_is_better):
+    # signal-dominated trees (the noise test alone keeps 0.1) whose validation metric makes
+    # its last new best at iteration 9: after 2 windows without one, the rate grows
+    per_leaf, n_leaves = 1000, 8
+    grad = _leaf_gradients(per_leaf, 700, n_leaves)
+    leaves = np.arange(per_leaf * n_leaves) // per_leaf
+    better = np.r_[np.linspace(1.0, 0.5, 10), np.full(30, 0.6)]
+    values = -better if higher_is_better else better
+    control = sl.AdaptiveRate(start=0.1, window=5)
+    rates = _rates_with_validation(sl.Uniform(rate=control), grad, leaves, values, higher_is_better)
+    # iteration t sees the metric after t - 1 (the best at 10); decisions at 4, 9, 14, ...:
+    # the first whose last 10 scores hold no new best is at 24
+    assert all(r == pytest.approx(0.1, abs=0.02) for r in rates[:25])
+    assert all(r == pytest.approx(0.2, abs=0.03) for r in rates[25:35])  # then 10 at the new rate
+    assert rates[35] == pytest.approx(0.4, abs=0.03)
+    # a metric that keeps improving keeps the rate
+    improving = np.linspace(1.0, 0.5, 40)
+    kept = _rates_with_validation(sl.Uniform(rate=sl.AdaptiveRate(start=0.1, window=5)), grad, leaves,
+                                  -improving if higher_is_better else improving, higher_is_better)
+    assert all(r == pytest.approx(0.1, abs=0.02) for r in kept)
+
+
 def test_no_leaves_no_decision():
     # before the first tree there is no partition to judge: the rate stays
     n = 5_000

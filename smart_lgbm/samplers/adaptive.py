@@ -158,6 +158,9 @@ class AdaptiveRate:
         state.last_iteration = iteration
         if state.rate >= self.maximum:
             return state.rate
+        score = _first_validation_score(history)
+        if score is not None:
+            state.scores.append(score)
         state.pending.append(np.zeros((NUM_SUMS, 0)) if sums is None else sums)
         if (iteration + 1) % self.window:
             return state.rate
@@ -168,13 +171,23 @@ class AdaptiveRate:
                                      for rank in gathered])
         ratio = pooled_noise_ratio(pending)
         state.ratios.append((iteration, ratio))
-        if ratio is not None and ratio > self.threshold:
+        if (ratio is not None and ratio > self.threshold) or self._plateau(state, iteration):
             grown = state.rate * self.growth
             # past half the rows a sampled iteration costs nearly a full one (the pass over
             # every row, the tree on most of them), so there is little left to save: go to
             # the maximum, where (at 1.0) the trees are exact
             state.rate = self.maximum if grown > SNAP_ABOVE else min(self.maximum, grown)
+            state.grown_at = iteration
         return state.rate
+
+    def _plateau(self, state: _RunState, iteration: int) -> bool:
+        """Whether the first validation metric made no new best in the last ``2 * window``
+        iterations, all at the current rate (the engine's validation sets only)."""
+        span = 2 * self.window
+        scores = state.scores
+        if len(scores) <= span or iteration - state.grown_at < span:
+            return False
+        return min(scores[-span:]) >= min(scores[:-span])
 
     def check_iterations(self, num_rounds: int) -> range:
         """The iterations at which a run of ``num_rounds`` decides (and, distributed, exchanges)."""
@@ -188,6 +201,9 @@ class _RunState:
         self.owner = owner
         self.rate = owner.start
         self.last_iteration = -1
+        self.grown_at = -1
+        #: the first validation metric of every iteration seen, lower is better
+        self.scores: list[float] = []
         self.pending: list[np.ndarray] = []
         #: (iteration, pooled noise ratio or None) of every decision, for inspection
         self.ratios: list[tuple[int, float | None]] = []
@@ -204,6 +220,16 @@ def _add_machines(per_rank: list[list[np.ndarray]]) -> list[np.ndarray]:
             total[:, : rank[t].shape[1]] += rank[t]
         out.append(total)
     return out
+
+
+def _first_validation_score(history: Any) -> float | None:
+    """The first metric on the first validation set after the last iteration, signed so
+    that lower is better; None without one (SmartObjective, Dask, no ``valid_sets``)."""
+    scores = getattr(history, "validation", None)
+    if not scores:
+        return None
+    value, higher_is_better = scores[0][2], scores[0][3]
+    return -float(value) if higher_is_better else float(value)
 
 
 def pooled_gains(sums: list[np.ndarray]) -> tuple[float, float, float]:
