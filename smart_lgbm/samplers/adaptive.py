@@ -37,6 +37,14 @@ up), and if ``R > threshold`` the rate is multiplied by ``growth`` (capped at ``
 1.0 is full boosting); a grown rate above one half goes straight to ``maximum``.  The rate
 never shrinks.
 
+A second rule covers what the training gradients cannot show: on LambdaMART the pairwise
+loss keeps a systematic gradient after NDCG has saturated, so the excess gain stays large
+while the held-out metric plateaus.  In an engine run with validation sets, the rate also
+grows when the first metric on the first validation set made no new best in the last
+``2 * window`` iterations, all of them at the current rate.  Without validation sets
+(and under :class:`smart_lgbm.SmartObjective` and Dask, which do not pass them on) the
+noise test decides alone.
+
 On several machines (:mod:`smart_lgbm.dask`) the per-leaf sums of every machine are added up
 (one exchange per window through the run's ``allgather``), so that every machine takes the
 same decision and draws at the same rate.
@@ -87,7 +95,8 @@ class AdaptiveRate:
         0.002 log-loss above full boosting).
     window : int >= 1, default=10
         Iterations pooled per decision; one decision (and, on several machines, one
-        exchange of per-leaf sums) per window.
+        exchange of per-leaf sums) per window.  The validation rule grows after
+        ``2 * window`` iterations without a new best.
 
     Notes
     -----
