@@ -225,6 +225,8 @@ def _train_loop(run: BoostingRun, cfg: Any, evaluator: Evaluator, eval_sets: lis
         trees_after.append(len(run.trees))
         model.last_record = record
         results = [score for name, position in eval_sets for score in evaluate_set(name, position, feval)]
+        # what an adaptive rate's plateau rule judges by (samplers/adaptive.py): the validation sets' scores
+        run.history.validation = [score for score in results if score[0] != train_name]
         try:
             for cb in after:
                 cb(lgb_callback.CallbackEnv(**env_args, evaluation_result_list=results))

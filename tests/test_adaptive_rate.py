@@ -11,7 +11,7 @@ import pytest
 import smart_lgbm as sl
 from smart_lgbm.losses import BinaryLogloss, Target
 from smart_lgbm.samplers import GradientHistory, SamplingState
-from smart_lgbm.samplers.adaptive import noise_share_sums, pooled_noise_share
+from smart_lgbm.samplers.adaptive import leaf_noise_sums, pooled_gains, pooled_noise_ratio
 
 BASE = {"objective": "binary", "num_leaves": 15, "learning_rate": 0.1, "verbosity": -1, "num_threads": 1}
 
@@ -19,7 +19,7 @@ BASE = {"objective": "binary", "num_leaves": 15, "learning_rate": 0.1, "verbosit
 # ---------------------------------------------------------------- the statistic
 
 
-def test_noise_share_sums_match_their_definition(rng):
+def test_leaf_noise_sums_match_their_definition(rng):
     n, m = 200, 60
     idx = np.sort(rng.choice(n, m, replace=False)).astype(np.int32)
     p = rng.uniform(0.05, 1.0, size=m)
@@ -27,24 +27,31 @@ def test_noise_share_sums_match_their_definition(rng):
     h = rng.uniform(0.1, 1.0, size=(n, 1))
     leaves = rng.integers(0, 4, size=n)
     fit_g, fit_h = g[idx] / p[:, None], h[idx] / p[:, None]
-    sums = noise_share_sums(idx, fit_g, fit_h, h, leaves)
+    sums = leaf_noise_sums(idx, fit_g, fit_h, h, leaves)
     for j in range(4):
         rows = leaves[idx] == j
         assert sums[0, j] == pytest.approx(fit_g[rows, 0].sum())
         assert sums[1, j] == pytest.approx(fit_h[rows, 0].sum())
         assert sums[2, j] == pytest.approx(np.sum(fit_g[rows, 0] ** 2 * (1 - p[rows])))
-    # the share is the variance part over the whole expected gain
+        assert sums[3, j] == pytest.approx(np.sum(g[idx][rows, 0] ** 2 / p[rows]))
+        assert sums[4, j] == pytest.approx(np.sum(1 / p[rows]))
+    # the ratio is the sampling noise over the excess gain (gain less noise less data spread)
     used = sums[1] > 0
-    expected = np.sum(sums[2][used] / sums[1][used]) / np.sum(sums[0][used] ** 2 / sums[1][used])
-    assert pooled_noise_share([sums]) == pytest.approx(expected)
+    h = sums[1][used]
+    noise = np.sum(sums[2][used] / h)
+    gain = np.sum(sums[0][used] ** 2 / h)
+    data = np.sum(np.maximum(sums[3][used] - sums[0][used] ** 2 / sums[4][used], 0) / h)
+    assert pooled_gains([sums]) == pytest.approx((noise, gain, data))
+    ratio = pooled_noise_ratio([sums])
+    assert ratio == (pytest.approx(noise / (gain - noise - data)) if gain > noise + data else float("inf"))
 
 
 def test_every_row_drawn_has_no_noise(rng):
     n = 50
     g, h = rng.normal(size=(n, 1)), np.ones((n, 1))
     idx = np.arange(n, dtype=np.int32)
-    sums = noise_share_sums(idx, g, h, h, rng.integers(0, 3, size=n))
-    assert np.all(sums[2] == 0) and pooled_noise_share([sums]) == 0.0
+    sums = leaf_noise_sums(idx, g, h, h, rng.integers(0, 3, size=n))
+    assert np.all(sums[2] == 0) and pooled_noise_ratio([sums]) == 0.0
 
 
 def test_multiclass_sums_are_per_tree(rng):
@@ -52,12 +59,13 @@ def test_multiclass_sums_are_per_tree(rng):
     g, h = rng.normal(size=(n, k)), rng.uniform(0.5, 1.0, size=(n, k))
     leaves = rng.integers(0, 2, size=(n, k))
     idx = np.arange(0, n, 2, dtype=np.int32)
-    sums = noise_share_sums(idx, g[idx] / 0.5, h[idx] / 0.5, h, leaves)
-    assert sums.shape == (3, 2 * k)
+    sums = leaf_noise_sums(idx, g[idx] / 0.5, h[idx] / 0.5, h, leaves)
+    assert sums.shape == (5, 2 * k)
     for c in range(k):
         for j in range(2):
             rows = leaves[idx, c] == j
             assert sums[0, c * 2 + j] == pytest.approx((g[idx][rows, c] / 0.5).sum())
+            assert sums[4, c * 2 + j] == pytest.approx(2.0 * rows.sum())  # p = 0.5: each row counts twice
 
 
 # ---------------------------------------------------------------- decisions
@@ -121,6 +129,89 @@ def test_growth_stops_at_the_maximum_and_full_draws_every_row():
     assert rates[2:] == [1.0, 1.0, 1.0]
 
 
+def _leaf_gradients(per_leaf: int, positives: int, leaves: int) -> np.ndarray:
+    """Gradients of +-1, leaf by leaf (leaf = row // per_leaf): ``positives`` of each leaf are +1."""
+    leaf = np.r_[np.ones(positives), -np.ones(per_leaf - positives)]
+    return np.tile(leaf, leaves)
+
+
+def test_leaf_sums_at_the_data_noise_level_grow_the_rate_to_full():
+    # Every leaf's sum is what coin flips give (G^2 ~ the spread sum g^2 - G^2/n): nothing
+    # left to learn, only to overfit. The sampling noise at rate 0.9 is a small share of the
+    # sampled gain (the old test, V / G~^2 > 0.3, kept the rate here), but all of the excess.
+    per_leaf, n_leaves = 1000, 8
+    grad = _leaf_gradients(per_leaf, 516, n_leaves)  # G = 32, G^2 = 1024, spread = 999
+    leaves = np.arange(per_leaf * n_leaves) // per_leaf
+    rates = _rates(sl.Uniform(rate=sl.AdaptiveRate(start=0.9, window=1)), lambda it: grad, leaves, 3)
+    assert rates[0] == pytest.approx(0.9, abs=0.02) and rates[1:] == [1.0, 1.0]
+    # the old share test's view of the first iteration's sample: below its 0.3
+    history = GradientHistory(leaves=leaves)
+    sample = sl.Uniform(rate=0.9).sample(_state(0, grad, history), np.random.default_rng(0))
+    noise, gain, _ = pooled_gains([leaf_noise_sums(sample.indices, sample.grad.reshape(-1, 1),
+                                                   sample.hess.reshape(-1, 1), np.ones((grad.size, 1)), leaves,
+                                                   constant_p=0.9)])
+    assert noise / gain < 0.3
+
+
+def test_leaf_sums_well_above_the_data_noise_keep_a_low_rate():
+    # the same gradient sizes, but each leaf leans 70/30: G^2 = 160,000 against a spread of
+    # 840, so even the noise of a 10% sample is small next to the excess gain
+    per_leaf, n_leaves = 1000, 8
+    grad = _leaf_gradients(per_leaf, 700, n_leaves)
+    leaves = np.arange(per_leaf * n_leaves) // per_leaf
+    control = sl.AdaptiveRate(start=0.1, window=1)
+    rates = _rates(sl.Uniform(rate=control), lambda it: grad, leaves, 6)
+    assert all(r == pytest.approx(0.1, abs=0.02) for r in rates)
+    # ... and a tighter threshold on the same case grows it: the decision follows the ratio
+    tight = _rates(sl.Uniform(rate=sl.AdaptiveRate(start=0.1, threshold=0.01, window=1)), lambda it: grad, leaves, 3)
+    assert tight[1] == pytest.approx(0.2, abs=0.03) and tight[2] == pytest.approx(0.4, abs=0.03)
+
+
+def test_a_rate_grown_past_half_goes_to_the_maximum():
+    n = 4_000
+    leaves = np.arange(n) % 4
+    signs = np.where((np.arange(n) // 4) % 2 == 0, 1.0, -1.0)  # every leaf's sum is 0: always grows
+    for maximum, expected in ((1.0, 1.0), (0.9, 0.9)):
+        control = sl.AdaptiveRate(start=0.3, maximum=maximum, growth=1.5, window=1)
+        rates = _rates(sl.Uniform(rate=control), lambda it: signs, leaves, 3)
+        # 0.3 * 1.5 = 0.45 stays; 0.45 * 1.5 = 0.675 > 0.5 jumps to the maximum
+        assert rates[0] == pytest.approx(0.3, abs=0.03) and rates[1] == pytest.approx(0.45, abs=0.03)
+        assert rates[2] == pytest.approx(expected, abs=0.03 if expected < 1 else 0)
+
+
+def _rates_with_validation(sampler, grad, leaves, values, higher_is_better=False):
+    """Rates of a run whose first validation metric after iteration t is values[t]."""
+    history = GradientHistory(leaves=leaves)
+    rates = []
+    for it in range(len(values)):
+        rates.append(sampler.sample(_state(it, grad, history), np.random.default_rng(it)).size / leaves.shape[0])
+        history.validation = [("valid_0", "metric", values[it], higher_is_better)]  # what the engine sets
+    return rates
+
+
+@pytest.mark.parametrize("higher_is_better", [False, True])
+def test_a_validation_plateau_grows_the_rate(higher_is_better):
+    # signal-dominated trees (the noise test alone keeps 0.1) whose validation metric makes
+    # its last new best at iteration 9: after 2 windows without one, the rate grows
+    per_leaf, n_leaves = 1000, 8
+    grad = _leaf_gradients(per_leaf, 700, n_leaves)
+    leaves = np.arange(per_leaf * n_leaves) // per_leaf
+    better = np.r_[np.linspace(1.0, 0.5, 10), np.full(30, 0.6)]
+    values = -better if higher_is_better else better
+    control = sl.AdaptiveRate(start=0.1, window=5)
+    rates = _rates_with_validation(sl.Uniform(rate=control), grad, leaves, values, higher_is_better)
+    # iteration t sees the metric after t - 1 (the best at 10); decisions at 4, 9, 14, ...:
+    # the first whose last 10 scores hold no new best is at 24
+    assert all(r == pytest.approx(0.1, abs=0.02) for r in rates[:25])
+    assert all(r == pytest.approx(0.2, abs=0.03) for r in rates[25:35])  # then 10 at the new rate
+    assert rates[35] == pytest.approx(0.4, abs=0.03)
+    # a metric that keeps improving keeps the rate
+    improving = np.linspace(1.0, 0.5, 40)
+    kept = _rates_with_validation(sl.Uniform(rate=sl.AdaptiveRate(start=0.1, window=5)), grad, leaves,
+                                  -improving if higher_is_better else improving, higher_is_better)
+    assert all(r == pytest.approx(0.1, abs=0.02) for r in kept)
+
+
 def test_no_leaves_no_decision():
     # before the first tree there is no partition to judge: the rate stays
     n = 5_000
@@ -137,7 +228,8 @@ def test_no_leaves_no_decision():
 
 @pytest.mark.parametrize("kwargs, name", [
     ({"start": 0.0}, "start"), ({"start": 1.5}, "start"), ({"maximum": 0.0}, "maximum"),
-    ({"start": 0.5, "maximum": 0.2}, "maximum"), ({"threshold": 0.0}, "threshold"), ({"threshold": 1.0}, "threshold"),
+    ({"start": 0.5, "maximum": 0.2}, "maximum"), ({"threshold": 0.0}, "threshold"), ({"threshold": -1.0}, "threshold"),
+    ({"threshold": float("inf")}, "threshold"),
     ({"growth": 1.0}, "growth"), ({"window": 0}, "window"), ({"start": float("nan")}, "start"),
 ])
 def test_invalid_values_name_the_parameter(kwargs, name):
