@@ -209,7 +209,7 @@ class Param:
     def toml(self) -> Param:
         """This parameter as a TOML config writes it: no object values, and ``None`` only as
         :attr:`none_in_toml` (still converted to ``None`` by :meth:`from_toml`)."""
-        constraints = []
+        constraints: list[Constraint] = []
         for c in self.constraints:
             if isinstance(c, NoneValue):
                 if self.none_in_toml is not None:

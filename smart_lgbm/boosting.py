@@ -30,10 +30,11 @@ bits either way.
 
 from __future__ import annotations
 
+import ctypes
 import time
 import warnings
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -45,6 +46,9 @@ from .params import ENGINE_ONLY, LOSS_AND_METRIC_PARAMS, EngineConfig, canonical
 from .samplers import GradientHistory, Sampler
 from .update_plan import SAMPLE, TRAIN, Features, PlanCache, RunFacts, Source
 from .walk import BinCodes, CodeBook, Forest, RawFeatures, add_coded_outputs, add_outputs
+
+if TYPE_CHECKING:
+    from .samplers.compiled import Statistics
 
 #: The sampled rows' outputs are read from LightGBM's tree learner (and skipped by the
 #: coded walk) from this share of the rows on.  Below it skipping saves nothing: the walk
@@ -64,12 +68,12 @@ def class_major_float32(values: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(values.T, dtype=np.float32).reshape(-1)
 
 
-def _code_book(train: EngineSet) -> CodeBook | None:
+def _code_book(handle: ctypes.c_void_p) -> CodeBook | None:
     """The bin codes' book of the training data's bins, or None (the walk then reads the raw
     features): when the data cannot be coded exactly, or LightGBM's bin mappers cannot be
     read (a temporary file that cannot be written)."""
     try:
-        return CodeBook.from_mappers(_lightgbm.bin_mappers(train.handle))
+        return CodeBook.from_mappers(_lightgbm.bin_mappers(handle))
     except OSError:
         return None
 
@@ -126,6 +130,9 @@ class BoostingRun:
     def __init__(self, cfg: EngineConfig, sampler: Sampler, train: EngineSet, valids: list[EngineSet], *,
                  stream: int | None = None,
                  initial_score: Callable[[Loss, Target], np.ndarray] | None = None) -> None:
+        if train.handle is None:  # engine_data gives the training set its binned Dataset
+            raise ValueError("the training set has no constructed LightGBM Dataset")
+        self._train_handle: ctypes.c_void_p = train.handle
         self.cfg = cfg
         self.stream = stream
         self.sampler = sampler
@@ -136,8 +143,9 @@ class BoostingRun:
         self.subset_params = _lightgbm.params_to_str(
             {k: v for k, v in cfg.tree_params.items() if k in ("num_threads", "verbosity")}
         )
-        self.fitter = _lightgbm.OneIterationBooster(cfg.booster_params(0), self.k, train.handle, self.subset_params)
-        self.book = _code_book(train)
+        self.fitter = _lightgbm.OneIterationBooster(cfg.booster_params(0), self.k, self._train_handle,
+                                                    self.subset_params)
+        self.book = _code_book(self._train_handle)
         self.train = ScoredSet(train, self.k, self.book)
         self.valids = [ScoredSet(v, self.k, self.book) for v in valids]
         self._scored = [self.train, *self.valids]  # by the update plan's keys: TRAIN, then valid_key(i)
@@ -157,7 +165,7 @@ class BoostingRun:
             fused=self.fused is not None,
         ))
         self._ready = False
-        self._statistics = None
+        self._statistics: Statistics | None = None
         # boost_from_average: folded into the first trees (LightGBM skips it given init
         # scores); None once it is in the model
         if train.init_score is not None:
@@ -232,16 +240,21 @@ class BoostingRun:
         if plan.slow:
             self._warn_slow(plan.slow)
         subset = None if plan.train is Source.PARTITION else _lightgbm.SubsetHandle(
-            train.handle, sample.indices, self.subset_params)
+            self._train_handle, sample.indices, self.subset_params)
         if self.params_changed or self.cfg.trees_draw_random_numbers():
             self.fitter.set_params(self.cfg.booster_params(iteration))
             self.params_changed = False
         try:
             by_key = self._scored
-            reads = {key: (subset.handle, sample.size, None) if key == SAMPLE else by_key[key].lightgbm_read
-                     for key in plan.read}
+            reads: dict[int, tuple[ctypes.c_void_p, int, np.ndarray | None]] = {}
+            for key in plan.read:  # (in the plan's order)
+                if key == SAMPLE:
+                    assert subset is not None  # the plan reads the sample back only from a subset
+                    reads[key] = (subset.handle, sample.size, None)
+                else:
+                    reads[key] = by_key[key].lightgbm_read
             fitted = self.fitter.fit(
-                train.handle if subset is None else subset.handle, class_major_float32(sample.grad),
+                self._train_handle if subset is None else subset.handle, class_major_float32(sample.grad),
                 class_major_float32(sample.hess), reads, want_leaves=plan.want_leaves, bias=self.bias,
             )
         finally:
@@ -274,8 +287,10 @@ class BoostingRun:
                     scored = by_key[key]
                     leaves = self._leaf_buffer() if key == TRAIN and plan.walk_leaves else None
                     if isinstance(scored.walk, BinCodes):
+                        assert self.book is not None  # sets are coded only with the training data's book
                         coded = coded or self.book.coded_forest(forest)
                         if key == TRAIN and plan.fused:
+                            assert self.fused is not None  # plan.fused says there is one
                             # the walk, the next iteration's g, h and its sampler's statistics
                             self._statistics = self.fused.run(scored.walk, coded, scored.scores, known, grad, hess)
                             self._ready = True
@@ -283,9 +298,11 @@ class BoostingRun:
                         add_coded_outputs(scored.walk, coded, scored.scores, leaves,
                                           known if key == TRAIN else None)
                     else:
+                        assert isinstance(scored.walk, RawFeatures)  # the plan walks only sets with features
                         add_outputs(scored.walk, forest, scored.scores, leaves)
             if plan.want_leaves or plan.walk_leaves:
-                leaves = self._leaves if plan.walk_leaves else fitted.leaves[TRAIN]
+                leaves = self._leaves if plan.walk_leaves else (fitted.leaves or {}).get(TRAIN)
+                assert leaves is not None  # walked, or read through LightGBM as the plan asked
                 self.history.leaves = leaves[:, 0] if self.k == 1 else leaves
             self.bias = None
         t_end = time.perf_counter()

@@ -37,7 +37,7 @@ import socket
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlparse
@@ -137,7 +137,7 @@ def _build_parts(X: Any, y: Any, sample_weight: Any, init_score: Any, group: Any
     for key, name, value in (("label", "y", y), ("weight", "sample_weight", sample_weight),
                              ("init_score", "init_score", init_score), ("group", "group", group)):
         if value is not None:
-            for part, piece in zip(parts, _aligned(name, value, n)):
+            for part, piece in zip(parts, _aligned(name, value, n), strict=True):
                 part[key] = piece
     for part in parts:
         part["eval"] = [[] for _ in eval_set or []]
@@ -152,7 +152,7 @@ def _build_parts(X: Any, y: Any, sample_weight: Any, init_score: Any, group: Any
                 (f, f"eval_{'sample_weight' if f == 'weight' else f}[{i}]", _entry(eval_fields[f], i))
                 for f in _EVAL_FIELDS]:
             if value is not None:
-                for piece, p in zip(pieces, _aligned(name, value, len(x_parts))):
+                for piece, p in zip(pieces, _aligned(name, value, len(x_parts)), strict=True):
                     piece[key] = p
         for j, piece in enumerate(pieces):
             parts[j % n]["eval"][i].append(piece)
@@ -425,7 +425,7 @@ def _machines_to_ports(machines: str, workers: list[str]) -> dict[str, int]:
         ports[host].append(int(port))
     out = {}
     for worker in workers:
-        host = urlparse(worker).hostname
+        host = urlparse(worker).hostname or ""
         if not ports.get(host):
             raise ValueError(f"machines={machines!r} has no (unused) entry for the host of Dask worker {worker}; "
                              "list one host:port per worker that holds training data")
@@ -446,7 +446,7 @@ def _adaptive_rate_tags(sampler: Any, params: dict[str, Any]) -> list[str]:
     return [f"adaptive_rate_{i}" for i in rate.check_iterations(rounds)]
 
 
-def _cleanup_variables(client: Client, prefix: str, num_machines: int, extra_tags: list[str] = ()) -> None:
+def _cleanup_variables(client: Client, prefix: str, num_machines: int, extra_tags: Sequence[str] = ()) -> None:
     for tag, rank in itertools.product([*_ALLGATHER_TAGS, *extra_tags], range(num_machines)):
         try:
             Variable(_variable_name(prefix, tag, rank), client=client).delete()
@@ -692,7 +692,7 @@ def _compute_in_place(client: Client, parts: list[Any], X: Any) -> list[Any]:
     if all(h is None for h in holders):
         return client.compute(parts)
     return [client.compute(part, workers=[h] if h else None, allow_other_workers=h is None)
-            for part, h in zip(parts, holders)]
+            for part, h in zip(parts, holders, strict=True)]
 
 
 def _refuse_for_dask(params: dict[str, Any], fit_kwargs: dict[str, Any]) -> None:
@@ -750,7 +750,12 @@ def _predict(model: Any, X: Any, method: str, dtype: Any, kwargs: dict[str, Any]
 class _DaskSmartModel:
     """What the three Dask estimators share: the fit on the workers, ``to_local``, pickling."""
 
+    # (The estimators' fit/predict take and give Dask collections, so their signatures
+    # differ from the local estimators' ("type: ignore[override]"), as in lightgbm.dask.)
     _local_class: type
+    # from the LGBMModel subclass each estimator also derives from
+    client: Client | None
+    get_params: Callable[..., dict[str, Any]]
 
     @property
     def client_(self) -> Client:
@@ -830,10 +835,10 @@ def _combine_records(results: list[_WorkerResult]) -> dict[str, list]:
     """The run's sampling record from the workers': rows drawn added up, the rate over all
     rows, and the seconds of the slowest worker (every iteration waits for it)."""
     total_rows = sum(r.num_rows for r in results)
-    sampled = [sum(values) for values in zip(*(r.records.get("num_sampled", []) for r in results))]
+    sampled = [sum(values) for values in zip(*(r.records.get("num_sampled", []) for r in results), strict=False)]
     out: dict[str, list] = {"num_sampled": sampled, "sampling_rate": [s / total_rows for s in sampled]}
     for key in ("sample_seconds", "seconds"):
-        out[key] = [max(values) for values in zip(*(r.records.get(key, []) for r in results))]
+        out[key] = [max(values) for values in zip(*(r.records.get(key, []) for r in results), strict=False)]
     return out
 
 
@@ -885,7 +890,7 @@ class DaskSmartClassifier(SmartClassifier, _DaskSmartModel):
     _local_class = SmartClassifier
     __init__ = _dask_init
 
-    def fit(self, X: Any, y: Any, sample_weight: Any = None, init_score: Any = None, eval_set: list | None = None,
+    def fit(self, X: Any, y: Any, sample_weight: Any = None, init_score: Any = None, eval_set: list | None = None,  # type: ignore[override]
             eval_names: list[str] | None = None, eval_sample_weight: list | None = None,
             eval_class_weight: list | None = None, eval_init_score: list | None = None, eval_metric: Any = None,
             **kwargs: Any) -> DaskSmartClassifier:
@@ -896,12 +901,12 @@ class DaskSmartClassifier(SmartClassifier, _DaskSmartModel):
 
     fit.__doc__ = _FIT_DOC.format(group="", eval_more=", eval_class_weight")
 
-    def predict(self, X: Any, **kwargs: Any) -> da.Array:
+    def predict(self, X: Any, **kwargs: Any) -> da.Array:  # type: ignore[override]
         """Predicted class labels (or raw scores, leaves, contributions, as ``kwargs`` ask)
         of every row of a Dask Array or DataFrame, as a Dask Array."""
         return self._dask_predict(X, "predict", self.classes_.dtype, **kwargs)
 
-    def predict_proba(self, X: Any, **kwargs: Any) -> da.Array:
+    def predict_proba(self, X: Any, **kwargs: Any) -> da.Array:  # type: ignore[override]
         """Class probabilities of every row of a Dask Array or DataFrame, as a Dask Array."""
         return self._dask_predict(X, "predict_proba", np.float64, **kwargs)
 
@@ -913,7 +918,7 @@ class DaskSmartRegressor(SmartRegressor, _DaskSmartModel):
     _local_class = SmartRegressor
     __init__ = _dask_init
 
-    def fit(self, X: Any, y: Any, sample_weight: Any = None, init_score: Any = None, eval_set: list | None = None,
+    def fit(self, X: Any, y: Any, sample_weight: Any = None, init_score: Any = None, eval_set: list | None = None,  # type: ignore[override]
             eval_names: list[str] | None = None, eval_sample_weight: list | None = None,
             eval_init_score: list | None = None, eval_metric: Any = None, **kwargs: Any) -> DaskSmartRegressor:
         return self._dask_fit(X, y, sample_weight=sample_weight, init_score=init_score, eval_set=eval_set,
@@ -922,7 +927,7 @@ class DaskSmartRegressor(SmartRegressor, _DaskSmartModel):
 
     fit.__doc__ = _FIT_DOC.format(group="", eval_more="")
 
-    def predict(self, X: Any, **kwargs: Any) -> da.Array:
+    def predict(self, X: Any, **kwargs: Any) -> da.Array:  # type: ignore[override]
         """Predictions for every row of a Dask Array or DataFrame, as a Dask Array."""
         return self._dask_predict(X, "predict", np.float64, **kwargs)
 
@@ -935,7 +940,7 @@ class DaskSmartRanker(SmartRanker, _DaskSmartModel):
     _local_class = SmartRanker
     __init__ = _dask_init
 
-    def fit(self, X: Any, y: Any, sample_weight: Any = None, init_score: Any = None, group: Any = None,
+    def fit(self, X: Any, y: Any, sample_weight: Any = None, init_score: Any = None, group: Any = None,  # type: ignore[override]
             eval_set: list | None = None, eval_names: list[str] | None = None, eval_sample_weight: list | None = None,
             eval_init_score: list | None = None, eval_group: list | None = None, eval_metric: Any = None,
             eval_at: list[int] | tuple[int, ...] = (1, 2, 3, 4, 5), **kwargs: Any) -> DaskSmartRanker:
@@ -949,6 +954,6 @@ class DaskSmartRanker(SmartRanker, _DaskSmartModel):
 
     fit.__doc__ = _FIT_DOC.format(group=", group", eval_more=", eval_group, eval_at")
 
-    def predict(self, X: Any, **kwargs: Any) -> da.Array:
+    def predict(self, X: Any, **kwargs: Any) -> da.Array:  # type: ignore[override]
         """Relevance scores for every row of a Dask Array or DataFrame, as a Dask Array."""
         return self._dask_predict(X, "predict", np.float64, **kwargs)

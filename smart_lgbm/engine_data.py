@@ -271,6 +271,7 @@ def _bin(dataset: lgb.Dataset, what: str, params: dict[str, Any], reference: lgb
     """
     if _is_unconstructed_subset(dataset):
         rows = _subset_rows(dataset)
+        assert dataset.reference is not None  # LightGBM's subset() sets its parent as reference
         parent = _bin(dataset.reference, what, params, reference)
         subset = _lightgbm.SubsetHandle(parent.handle, rows, "")
         n_parent = _lightgbm.num_rows(parent.handle)
@@ -312,7 +313,9 @@ def _bin(dataset: lgb.Dataset, what: str, params: dict[str, Any], reference: lgb
             free_raw_data=True,
         ).construct()
         fields = _fields_of(dataset) if user_handle is None else _fields_from_handle(dataset)
-    return _Binned(_lightgbm.handle_of(own), fields, [own], True, own.pandas_categorical,
+    handle = _lightgbm.handle_of(own)
+    assert handle is not None  # constructed just above
+    return _Binned(handle, fields, [own], True, own.pandas_categorical,
                    _raw_source(dataset.data, own.pandas_categorical), own)
 
 
@@ -354,6 +357,7 @@ def prepare_valid(valid_set: lgb.Dataset, name: str, train: EngineSet, loss: Los
     what = f"validation set {name!r}"
     fields, raw_source = _raw_view(valid_set, what, train.pandas_categorical)
     raw = None if raw_source is None else raw_source()
+    assert train.handle is not None  # the training set is binned first
     num_features = _lightgbm.num_features(train.handle)
     if raw is not None:
         if raw.num_features != num_features:
@@ -374,6 +378,7 @@ def _raw_view(dataset: lgb.Dataset, what: str, pandas_categorical: list | None
     """Fields and raw features of a Dataset without binning it (None when not in memory)."""
     if _is_unconstructed_subset(dataset):
         rows = _subset_rows(dataset)
+        assert dataset.reference is not None  # LightGBM's subset() sets its parent as reference
         fields, parent_raw = _raw_view(dataset.reference, what, pandas_categorical)
         if parent_raw is None:
             return fields, None

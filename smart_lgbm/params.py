@@ -50,7 +50,7 @@ def canonicalize(params: dict[str, Any] | None) -> dict[str, Any]:
         return {}
     if not isinstance(params, dict):
         raise TypeError(f"params must be a dict, got {type(params).__name__}")
-    alias_to_main = {}
+    alias_to_main: dict[str, str] = {}
     for main, names in _lightgbm.param_aliases().items():
         for name in names:
             alias_to_main.setdefault(name, main)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import ctypes
 import math
-from collections.abc import Hashable
 from dataclasses import dataclass
 
 import numpy as np
@@ -43,8 +42,8 @@ class IterationTrees:
     """
 
     texts: list[str]
-    outputs: dict[Hashable, np.ndarray]
-    leaves: dict[Hashable, np.ndarray] | None
+    outputs: dict[int, np.ndarray]
+    leaves: dict[int, np.ndarray] | None
     model: str
     finished: bool = False
 
@@ -194,7 +193,7 @@ class OneIterationBooster:
         train: ctypes.c_void_p,
         grad: np.ndarray,
         hess: np.ndarray,
-        sets: dict[Hashable, tuple[ctypes.c_void_p, int, np.ndarray | None]],
+        sets: dict[int, tuple[ctypes.c_void_p, int, np.ndarray | None]],
         *,
         want_leaves: bool = False,
         bias: np.ndarray | None = None,
@@ -228,7 +227,7 @@ class OneIterationBooster:
             raise
 
     def _fit(self, train: ctypes.c_void_p, grad: np.ndarray, hess: np.ndarray,
-             sets: dict[Hashable, tuple[ctypes.c_void_p, int, np.ndarray | None]],
+             sets: dict[int, tuple[ctypes.c_void_p, int, np.ndarray | None]],
              want_leaves: bool, bias: np.ndarray | None) -> IterationTrees:
         self._point_at(train)
         finished = ctypes.c_int(0)
@@ -242,10 +241,10 @@ class OneIterationBooster:
         )
         model = self._buffer.model_string(self.handle)
         texts = tree_bodies(model)
-        leaf_values = None
+        leaf_values: list[np.ndarray] | None = None
         if bias is not None:
             internal = exact_internal_values(self.handle, len(texts))
-            folded = [fold_bias(text, float(b), inner) for text, b, inner in zip(texts, bias, internal)]
+            folded = [fold_bias(text, float(b), inner) for text, b, inner in zip(texts, bias, internal, strict=True)]
             texts, leaf_values = [t for t, _ in folded], [v for _, v in folded]
         if finished.value:
             self._recreate()
@@ -266,8 +265,8 @@ class OneIterationBooster:
                 for leaf in range(values.shape[0]):
                     _check(_LIB.LGBM_BoosterSetLeafValue(self.handle, ctypes.c_int(k), ctypes.c_int(leaf),
                                                          ctypes.c_double(leaf * step)))
-        outputs: dict[Hashable, np.ndarray] = {}
-        leaves: dict[Hashable, np.ndarray] = {}
+        outputs: dict[int, np.ndarray] = {}
+        leaves: dict[int, np.ndarray] = {}
         for key, (handle, n, init_score) in sets.items():
             # The set the trees were just fitted on (all rows drawn) already holds its
             # outputs: LightGBM added them from the tree learner's partition, no walk needed.
@@ -293,6 +292,7 @@ class OneIterationBooster:
             set_leaves = out.astype(np.int32).reshape(self.k, n).T
             leaves[key] = set_leaves
             set_outputs = np.empty((n, self.k))
+            assert leaf_values is not None  # read above whenever by_leaf
             for k, values in enumerate(leaf_values):
                 set_outputs[:, k] = values[set_leaves[:, k]]
             outputs[key] = set_outputs

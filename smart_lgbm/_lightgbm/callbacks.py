@@ -73,6 +73,9 @@ class CallbackModel(lgb.Booster):
     pandas_categorical : list or None
     """
 
+    _snapshot: lgb.Booster | None  # the assembled Booster of the current trees (set in __dict__)
+    _snapshot_version: Any
+
     def __init__(self, model_string: Any, reset: Any, evaluate: Any, train_data_name: str,
                  pandas_categorical: list | None = None) -> None:  # no super().__init__: handle built lazily
         self.__dict__["_snapshot"] = None
@@ -91,7 +94,8 @@ class CallbackModel(lgb.Booster):
 
     def _materialize(self) -> lgb.Booster:
         version, text = self._model_string()
-        if self._snapshot is None or version != self._snapshot_version:
+        snapshot = self._snapshot
+        if snapshot is None or version != self._snapshot_version:
             snapshot = lgb.Booster(model_str=text)
             # Attributes LightGBM's own methods read besides the handle (name-mangled ones too).
             for key, value in snapshot.__dict__.items():
@@ -100,7 +104,7 @@ class CallbackModel(lgb.Booster):
                     self.__dict__[key] = value
             self.__dict__["_snapshot"] = snapshot
             self._snapshot_version = version
-        return self._snapshot
+        return snapshot
 
     @property  # type: ignore[override]
     def _handle(self) -> ctypes.c_void_p:
@@ -110,7 +114,7 @@ class CallbackModel(lgb.Booster):
     def _handle(self, value: Any) -> None:
         raise AttributeError("env.model is the engine's view of the trees so far; its handle cannot be replaced")
 
-    def reset_parameter(self, params: dict[str, Any]) -> "CallbackModel":
+    def reset_parameter(self, params: dict[str, Any]) -> CallbackModel:
         self._reset(params)
         return self
 

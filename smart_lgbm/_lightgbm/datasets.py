@@ -59,9 +59,10 @@ def constructed_like(dataset: lgb.Dataset, params: dict[str, Any],
     """
     if dataset._handle is not None:
         return dataset
-    if getattr(dataset, "used_indices", None) is not None:
-        parent = constructed_like(dataset.reference, params, reference)
-        return parent.subset(list(dataset.used_indices), params=dataset.params).construct()
+    used, parent_data = getattr(dataset, "used_indices", None), dataset.reference
+    if used is not None and parent_data is not None:  # an unconstructed subset: of its constructed parent
+        parent = constructed_like(parent_data, params, reference)
+        return parent.subset(list(used), params=dataset.params).construct()
     copy = lgb.Dataset(
         dataset.data, label=dataset.label, weight=dataset.weight, group=dataset.group,
         init_score=dataset.init_score, reference=reference, feature_name=dataset.feature_name,
@@ -73,7 +74,7 @@ def constructed_like(dataset: lgb.Dataset, params: dict[str, Any],
     return copy.construct()
 
 
-def has_positions(dataset: lgb.Dataset) -> bool:
+def has_positions(dataset: lgb.Dataset | None) -> bool:
     """Whether a Dataset (or the Dataset it is an unconstructed subset of) carries
     ``position`` (LightGBM >= 4.1: the display positions that lambdarank learns biases of)."""
     while dataset is not None:

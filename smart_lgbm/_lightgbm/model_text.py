@@ -117,6 +117,8 @@ def fold_bias(tree_text: str, bias: float, internal_values: np.ndarray | None = 
             lines[i] = f"internal_value={_format_values(shift(values))}"
         elif key == "shrinkage":
             lines[i] = "shrinkage=1"
+    if new_leaf_values is None:
+        raise ValueError("a tree's text has no leaf_value line")
     return "\n".join(lines), new_leaf_values
 
 
@@ -182,5 +184,5 @@ def model_with_objective(model: str, objective_line: str, num_class: int, bias: 
         if len(trees) < num_class:
             raise ValueError("the model has no trees to fold the initial score into")
         trees = [fold_bias(t, float(b))[0] if i < num_class else t
-                 for i, (t, b) in enumerate(zip(trees, [*bias, *[0.0] * (len(trees) - num_class)]))]
+                 for i, (t, b) in enumerate(zip(trees, [*bias, *[0.0] * (len(trees) - num_class)], strict=True))]
     return assemble_model_string(header, trees, objective_line, parameters, num_class, pandas_categorical)

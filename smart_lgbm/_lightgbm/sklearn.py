@@ -52,7 +52,7 @@ def sklearn_process_params(estimator: Any, cls: type, stage: str) -> dict[str, A
     The estimators override that private method to keep their own constructor parameters
     (``sampler``, ``sampler_params``) out of the LightGBM parameters.
     """
-    return super(cls, estimator)._process_params(stage)
+    return super(cls, estimator)._process_params(stage)  # type: ignore[arg-type]  # cls is in estimator's MRO
 
 
 def sklearn_not_fitted_error() -> type:
@@ -70,7 +70,7 @@ def _label_passed_through(label: Any) -> bool:
     """
     nwd = getattr(_basic, "nwd", None)  # narwhals.dependencies, imported by lightgbm 4.7 on
     if nwd is None:
-        return _basic._is_pyarrow_array(label)
+        return _basic._is_pyarrow_array(label)  # type: ignore[attr-defined]  # lightgbm 4.6 only
     return (nwd.is_into_dataframe(label) or nwd.is_into_series(label)) and not isinstance(label, _basic.pd_Series)
 
 

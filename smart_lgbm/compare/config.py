@@ -692,7 +692,7 @@ def parse_config(raw: Mapping[str, Any], base_dir: str | os.PathLike = ".", path
     exps_raw = raw.get("experiments")
     if not isinstance(exps_raw, list) or not exps_raw or not all(isinstance(e, dict) for e in exps_raw):
         raise ConfigError(f"{where} needs at least one [[experiments]] table (name, data, metric, ...)")
-    experiments = []
+    experiments: list[Experiment] = []
     for i, exp in enumerate(exps_raw):
         name = exp.get("name", f"#{i + 1}")
         ewhere = f"[experiments.{name}]"

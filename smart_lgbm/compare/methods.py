@@ -25,7 +25,7 @@ import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import lightgbm as lgb
 import numpy as np
@@ -73,7 +73,7 @@ class RunRecord:
 
     def rows(self) -> list[dict[str, Any]]:
         """One dict per iteration, the layout of ``records.csv``."""
-        cumulative = np.cumsum(self.seconds) if self.seconds else []
+        cumulative = np.cumsum(np.asarray(self.seconds, dtype=np.float64))
         return [
             {"experiment": self.experiment, "method": self.method, "kind": self.kind, "seed": self.seed,
              "iteration": i + 1, "metric": self.metric, "value": self.values[i],
@@ -183,7 +183,7 @@ class _Recorder:
         self.over_budget = False
 
     def __call__(self, env: lgb.callback.CallbackEnv) -> None:
-        for data_name, eval_name, value, _ in env.evaluation_result_list or []:
+        for data_name, eval_name, value, *_ in env.evaluation_result_list or []:
             if data_name == VALID_NAME and eval_name == self.metric:
                 self.values.append(float(value))
                 break
@@ -192,7 +192,7 @@ class _Recorder:
         if self.hook is not None:
             self.hook(env.iteration + 1, self.values[-1], self.seconds())
         if self.count_trees:
-            self.trees.append(env.model.num_trees())
+            self.trees.append(cast(lgb.Booster, env.model).num_trees())  # lightgbm.train's, never lgb.cv's
             stuck = len(self.trees) > 1 and self.trees[-1] == self.trees[-2]
             if stuck and self.stop_when_stuck:
                 raise lgb.callback.EarlyStopException(env.iteration, env.evaluation_result_list or [])
@@ -203,7 +203,7 @@ class _Recorder:
     def kept(self) -> list[bool]:
         """Per iteration: whether it added trees to the model."""
         before = [0, *self.trees[:-1]]
-        return [after > b for after, b in zip(self.trees, before)]
+        return [after > b for after, b in zip(self.trees, before, strict=True)]
 
 
 def _stopped_note(done: int, rounds: int, unsplittable: bool, engine: bool, budget: float | None = None) -> str:
@@ -270,7 +270,7 @@ class _StockClock:
             # lightgbm.train evaluated the validation set between update() and now; time the
             # same evaluation again on the same model and take it off.
             t0 = time.perf_counter()
-            env.model.eval_valid()
+            cast(lgb.Booster, env.model).eval_valid()
             evaluation = time.perf_counter() - t0
             self.seconds.append(max(elapsed - evaluation, 0.0))
 
@@ -347,7 +347,7 @@ def run_method(
                 warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
         kept = [trees > 0 for trees in sampling["num_trees"]]
         _keep_tree_iterations(record, recorder, [float(s) for s in sampling["seconds"]], kept,
-                              [float(r) for r, k in zip(sampling["sampling_rate"], kept) if k],
+                              [float(r) for r, k in zip(sampling["sampling_rate"], kept, strict=False) if k],
                               stopped_when_stuck=False, engine=True)
     record.wall_seconds = time.perf_counter() - wall
     if on_model is not None:

@@ -12,10 +12,13 @@ from __future__ import annotations
 import inspect
 from dataclasses import dataclass
 from numbers import Integral, Real
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._validation import InstanceOf, Interval, NoneValue, Options, Param
 from .adaptive import AdaptiveRate
+
+if TYPE_CHECKING:
+    from .base import Sampler
 
 __all__ = ["ALPHA", "ANCHOR_LAG", "ETA", "PROBABILITY_RATE", "REG", "RHO", "RATE", "SamplerSpec"]
 
@@ -63,7 +66,7 @@ class SamplerSpec:
     """
 
     name: str
-    cls: type
+    cls: type[Sampler]
     params: tuple[Param, ...] = ()
 
     @property
