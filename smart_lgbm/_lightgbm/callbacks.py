@@ -106,7 +106,7 @@ class CallbackModel(lgb.Booster):
             self._snapshot_version = version
         return snapshot
 
-    @property  # type: ignore[override]
+    @property
     def _handle(self) -> ctypes.c_void_p:
         return self._materialize()._handle
 
@@ -135,9 +135,9 @@ class CallbackModel(lgb.Booster):
             "num_trees, save_model, eval_valid, ...) or reset_parameter"
         )
 
-    update = rollback_one_iter = add_valid = set_network = free_network = _refuse  # type: ignore[assignment]
-    model_from_string = set_train_data_name = free_dataset = shuffle_models = _refuse  # type: ignore[assignment]
-    set_leaf_output = refit = _refuse  # type: ignore[assignment]
+    update = rollback_one_iter = add_valid = set_network = free_network = _refuse
+    model_from_string = set_train_data_name = free_dataset = shuffle_models = _refuse
+    set_leaf_output = refit = _refuse
 
     def __copy__(self) -> lgb.Booster:
         return lgb.Booster(model_str=self._model_string()[1])
