@@ -7,10 +7,10 @@ from typing import Any
 import numpy as np
 from scipy.special import expit
 
-from .base import K_EPSILON, Loss, Target, apply_weight, loss_buffer_arrays, weighted_sums
+from .base import K_EPSILON, Loss, Target, apply_weight, loss_buffer_arrays, run_rows, weighted_sums
 
 
-class BinaryLogloss(Loss):
+class BinaryLogloss(Loss, kernels={"gradient_hessian": "_gradient_kernel", "loss": "_loss_kernel"}):
     """Logistic loss with LightGBM's ``sigmoid`` scale.
 
     With raw score ``F`` and ``psi = 1 / (1 + exp(-sigmoid * F))`` the loss is
@@ -86,14 +86,14 @@ class BinaryLogloss(Loss):
         from . import _kernels  # numba loads on first use
 
         raw, label, weight = loss_buffer_arrays(raw, target, 1)
-        _kernels.binary_gradients(raw, label, weight, self.sigmoid, grad, hess)
+        run_rows(_kernels.binary_gradients, raw, label, weight, self.sigmoid, grad, hess)
 
     def _loss_kernel(self, raw: np.ndarray, target: Target, out: np.ndarray) -> None:
         """Per-row ``log(1 + exp(-sign * sigmoid * raw))`` (sign = +-1 for label 1/0), weighted."""
         from . import _kernels
 
         raw, label, weight = loss_buffer_arrays(raw, target, 1)
-        _kernels.binary_loss(raw, label, weight, self.sigmoid, out)
+        run_rows(_kernels.binary_loss, raw, label, weight, self.sigmoid, out)
 
     def transform(self, raw: np.ndarray) -> np.ndarray:
         return expit(self.sigmoid * raw)
