@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from ._ranking import check_group, check_label_gain, check_ranking_labels
 from .._threads import for_blocks
 from . import _lambdarank_kernels as _k
+from ._ranking import check_group, check_label_gain, check_ranking_labels
 from .base import Loss, Target
 
 #: Truncation level used by :meth:`LambdaRank.plain`: LightGBM's largest ``int``, so every
