@@ -32,8 +32,7 @@ threads).
 from __future__ import annotations
 
 import numpy as np
-from numba import errors, literally, njit, types
-from numba.extending import overload
+from numba import njit
 
 from .losses._kernels import binary_row, l2_row, softmax_row
 from .samplers._kernels import BLOCK, _first, _second, norm_row, scan_row
@@ -59,7 +58,10 @@ def _block_statistics(b, n, grad, hess, stats, kind, bmax, bpos, bbad, bsum, nor
         acc = 0.0
         for i in range(lo, hi):
             # FIRST or SECOND: the sampler kernels' own importance functions, same bits
-            s = _first(kind, grad, hess, _EMPTY, 0.0, i) if kind == FIRST else _second(kind, grad, hess, _EMPTY, 0.0, i)
+            if kind == FIRST:
+                s = _first(kind, grad, hess, _EMPTY, 0.0, i)
+            else:
+                s = _second(kind, grad, hess, _EMPTY, 0.0, i)
             mx, pos, bad, acc = scan_row(s, mx, pos, bad, acc)
         bmax[b] = mx
         bpos[b] = pos
@@ -94,74 +96,20 @@ def gradients_statistics(b0, b1, n, out, cls, weight, factor, grad, hess, stats,
         _block_statistics(b, n, grad, hess, stats, kind, bmax, bpos, bbad, bsum, norms)
 
 
-def _one_column_row(loss, i, raw, sign, label, weight, weighted, param, grad, hess):  # pragma: no cover
-    """Row ``i``'s float32 ``g, h`` (binary or L2), stored; ``loss`` a literal (overload below)."""
-    raise NotImplementedError
-
-
-@overload(_one_column_row)
-def _one_column_row_of(loss, i, raw, sign, label, weight, weighted, param, grad, hess):
-    # one loss's code per compilation (:func:`one_column` takes ``loss`` as a literal)
-    if not isinstance(loss, types.IntegerLiteral):
-        raise errors.TypingError("_one_column_row needs a literal loss")
-    if loss.literal_value == BINARY:
-        def binary(loss, i, raw, sign, label, weight, weighted, param, grad, hess):
-            g, h = binary_row(1.0 if sign[i] > 0 else -1.0, param, raw[i])
-            if weighted:
-                grad[i] = g * weight[i]
-                hess[i] = h * weight[i]
-            else:
-                grad[i] = g
-                hess[i] = h
-        return binary
-
-    def l2(loss, i, raw, sign, label, weight, weighted, param, grad, hess):
+@njit(cache=True, inline="always")
+def _one_column_row(loss, i, raw, sign, label, weight, weighted, param, grad, hess):
+    """Row ``i``'s float32 ``g, h`` (binary or L2), stored and returned."""
+    if loss == BINARY:
+        g, h = binary_row(1.0 if sign[i] > 0 else -1.0, param, raw[i])
+        if weighted:
+            grad[i] = g * weight[i]
+            hess[i] = h * weight[i]
+        else:
+            grad[i] = g
+            hess[i] = h
+    else:
         l2_row(raw[i], label[i], weight, weighted, i, grad, hess)
-    return l2
-
-
-def _one_column_statistics(stats, kind, b, gg, hh, m, bmax, bpos, bbad, bsum, norms):  # pragma: no cover
-    """Block ``b``'s statistics from its float32 ``gg, hh`` (``m`` rows); ``stats`` and
-    ``kind`` literals (overload below)."""
-    raise NotImplementedError
-
-
-@overload(_one_column_statistics)
-def _one_column_statistics_of(stats, kind, b, gg, hh, m, bmax, bpos, bbad, bsum, norms):
-    # one request's code per compilation (:func:`one_column` takes both as literals)
-    if not (isinstance(stats, types.IntegerLiteral) and isinstance(kind, types.IntegerLiteral)):
-        raise errors.TypingError("_one_column_statistics needs literal stats and kind")
-    if stats.literal_value == SCAN:
-        first = kind.literal_value == FIRST
-
-        def scan(stats, kind, b, gg, hh, m, bmax, bpos, bbad, bsum, norms):
-            mx = 0.0
-            pos = 0
-            bad = 0
-            acc = 0.0
-            for j in range(m):
-                # _score of FIRST (|g|) or SECOND (h) for one column
-                s = abs(np.float64(gg[j])) if first else np.float64(hh[j])
-                mx, pos, bad, acc = scan_row(s, mx, pos, bad, acc)
-            bmax[b] = mx
-            bpos[b] = pos
-            bbad[b] = bad
-            bsum[b] = acc
-        return scan
-    if stats.literal_value == NORMS:
-        def norm_sums(stats, kind, b, gg, hh, m, bmax, bpos, bbad, bsum, norms):
-            ga = 0.0
-            ha = 0.0
-            for j in range(m):
-                ga += abs(np.float64(gg[j]))
-                ha += abs(np.float64(hh[j]))
-            norms[b, 0] = ga
-            norms[b, 1] = ha
-        return norm_sums
-
-    def nothing(stats, kind, b, gg, hh, m, bmax, bpos, bbad, bsum, norms):
-        pass
-    return nothing
+    return grad[i], hess[i]
 
 
 @njit(nogil=True, cache=True)
@@ -171,15 +119,14 @@ def one_column(b0, b1, n, raw, loss, sign, label, weight, param, grad, hess, sta
 
     ``sign`` int8 +-1 per row (BINARY), ``label`` float64 (L2), ``weight`` float64 or
     empty, ``param`` the sigmoid; the statistics as in :func:`gradients_statistics`.
+    Also the binary and L2 losses' own gradient kernel (``stats`` none: one kernel to
+    compile for both, see :func:`smart_lgbm.losses.base.one_column_gradients`).
 
     Each block works on views of its own rows
     indexed from 0: indexed from the block's first row, the same loop cost 60% more than
     the losses' own kernel (development run, 1M rows, one thread, CPU time: 5.9 ms against
     3.7 ms; 3.7 ms with the views).
     """
-    literally(loss)  # compiled per loss and statistics request: only their code
-    literally(stats)
-    literally(kind)
     weighted = weight.shape[0] > 0
     for b in range(b0, b1):
         lo = b * BLOCK
@@ -195,4 +142,24 @@ def one_column(b0, b1, n, raw, loss, sign, label, weight, param, grad, hess, sta
             _one_column_row(loss, j, r, sg, lab, w, weighted, param, gg, hh)
         # the block's statistics, from its float32 g, h while they are in cache (folded
         # into the loop above they cost twice as much: the sums wait on every exp call)
-        _one_column_statistics(stats, kind, b, gg, hh, m, bmax, bpos, bbad, bsum, norms)
+        if stats == SCAN:
+            mx = 0.0
+            pos = 0
+            bad = 0
+            acc = 0.0
+            for j in range(m):
+                # _score of FIRST (|g|) or SECOND (h) for one column
+                s = abs(np.float64(gg[j])) if kind == FIRST else np.float64(hh[j])
+                mx, pos, bad, acc = scan_row(s, mx, pos, bad, acc)
+            bmax[b] = mx
+            bpos[b] = pos
+            bbad[b] = bad
+            bsum[b] = acc
+        elif stats == NORMS:
+            ga = 0.0
+            ha = 0.0
+            for j in range(m):
+                ga += abs(np.float64(gg[j]))
+                ha += abs(np.float64(hh[j]))
+            norms[b, 0] = ga
+            norms[b, 1] = ha

@@ -28,29 +28,12 @@ _LOG2 = math.log(2.0)
 @njit(cache=True, inline="always")
 def binary_row(sign, sigmoid, raw):
     """One row's unweighted ``(g, h)`` in double (``sign`` = +-1.0 for label 1/0): the
-    expressions of ``BinaryLogloss::GetGradients``, shared with the fused pass
-    (:mod:`smart_lgbm._fused_kernels`) so that both give the same bits."""
+    expressions of ``BinaryLogloss::GetGradients`` (``is_unbalance`` and
+    ``scale_pos_weight`` off).  The binary gradients of every row are
+    :func:`smart_lgbm._fused_kernels.one_column`'s, for the loss and the fused pass alike."""
     response = (-sign * sigmoid) / (1.0 + math.exp(sign * sigmoid * raw))
     abs_response = abs(response)
     return response, abs_response * (sigmoid - abs_response)
-
-
-@njit(nogil=True, cache=True)
-def binary_gradients(b0, b1, raw, label, weight, sigmoid, grad, hess):
-    """LightGBM's ``BinaryLogloss::GetGradients`` (``is_unbalance`` and ``scale_pos_weight`` off).
-
-    ``weight`` empty means unit weights.
-    """
-    n = raw.shape[0]
-    weighted = weight.shape[0] > 0
-    for i in range(b0 * ROW_BLOCK, min(n, b1 * ROW_BLOCK)):
-        response, h = binary_row(1.0 if label[i] > 0.0 else -1.0, sigmoid, raw[i])
-        if weighted:
-            grad[i] = response * weight[i]
-            hess[i] = h * weight[i]
-        else:
-            grad[i] = response
-            hess[i] = h
 
 
 @njit(cache=True, inline="always")
@@ -76,8 +59,8 @@ def binary_loss(b0, b1, raw, label, weight, sigmoid, out):
 
 @njit(cache=True, inline="always")
 def l2_row(raw, label, weight, weighted, i, grad, hess):
-    """Row ``i`` of ``RegressionL2loss::GetGradients`` into ``grad[i]``, ``hess[i]`` (shared
-    with the fused pass).
+    """Row ``i`` of ``RegressionL2loss::GetGradients`` into ``grad[i]``, ``hess[i]``
+    (:func:`smart_lgbm._fused_kernels.one_column` runs it for every row).
 
     With weights LightGBM rounds the residual to float32 *before* multiplying by the
     float32 weight in float arithmetic; numba keeps float32 * float32 in float32.
@@ -89,15 +72,6 @@ def l2_row(raw, label, weight, weighted, i, grad, hess):
     else:
         grad[i] = raw - label
         hess[i] = 1.0
-
-
-@njit(nogil=True, cache=True)
-def l2_gradients(b0, b1, raw, label, weight, grad, hess):
-    """LightGBM's ``RegressionL2loss::GetGradients`` (see :func:`l2_row`)."""
-    n = raw.shape[0]
-    weighted = weight.shape[0] > 0
-    for i in range(b0 * ROW_BLOCK, min(n, b1 * ROW_BLOCK)):
-        l2_row(raw[i], label[i], weight, weighted, i, grad, hess)
 
 
 @njit(nogil=True, cache=True)

@@ -328,6 +328,30 @@ def loss_buffer_arrays(raw: np.ndarray, target: Target, num_class: int) -> tuple
 _NO_WEIGHT = np.empty(0, dtype=np.float64)
 
 
+def one_column_gradients(loss: str, raw: np.ndarray, sign: np.ndarray, label: np.ndarray, weight: np.ndarray,
+                         param: float, grad: np.ndarray, hess: np.ndarray) -> None:
+    """Binary (``loss="binary"``, ``sign`` +-1 per row as int8) or L2 (``label``) float32
+    gradients of every row into ``grad``, ``hess`` (shape ``(n,)``).
+
+    The engine's fused pass computes them with the same kernel
+    (:func:`smart_lgbm._fused_kernels.one_column`), here without its rate-solve
+    statistics: one kernel for a new environment to compile, not two, and the same bits.
+    """
+    from .. import _fused_kernels as fk
+    from ..samplers import compiled
+
+    n = raw.shape[0]
+    nb = (n + compiled.BLOCK - 1) // compiled.BLOCK
+    code = fk.BINARY if loss == "binary" else fk.L2
+    for_blocks(fk.one_column, nb, n, n, raw, code, sign, label, weight, param, grad.reshape(n), hess.reshape(n),
+               compiled.STATS_NONE, 0, *_NO_STATISTICS)
+
+
+#: The (unused) statistics arrays of :func:`one_column_gradients`, typed as the fused pass's.
+_NO_STATISTICS = (np.empty(0), np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0), np.empty((0, 2)))
+_NO_SIGN = np.empty(0, dtype=np.int8)
+
+
 def run_rows(kernel: Any, raw: np.ndarray, *args: Any) -> None:
     """``kernel(b0, b1, raw, *args)`` of :mod:`._kernels` over every row of ``raw``, in
     blocks of ``ROW_BLOCK`` rows on threads (:func:`smart_lgbm._threads.for_blocks`)."""

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from .base import Loss, Target, loss_buffer_arrays, run_rows, weighted_sums
+from .base import _NO_SIGN, Loss, Target, loss_buffer_arrays, one_column_gradients, run_rows, weighted_sums
 
 
 class SquaredError(Loss, kernels={"gradient_hessian": "_gradient_kernel", "loss": "_loss_kernel"}):
@@ -49,10 +49,8 @@ class SquaredError(Loss, kernels={"gradient_hessian": "_gradient_kernel", "loss"
         return grad, weight32.astype(np.float64)
 
     def _gradient_kernel(self, raw: np.ndarray, target: Target, grad: np.ndarray, hess: np.ndarray) -> None:
-        from . import _kernels  # numba loads on first use
-
         raw, label, weight = loss_buffer_arrays(raw, target, 1)
-        run_rows(_kernels.l2_gradients, raw, label, weight, grad, hess)
+        one_column_gradients("l2", raw, _NO_SIGN, label, weight, 0.0, grad, hess)
 
     def _loss_kernel(self, raw: np.ndarray, target: Target, out: np.ndarray) -> None:
         """Per-row ``0.5 * (raw - label)**2``, weighted."""

@@ -9,7 +9,8 @@ Conventions shared by every kernel:
   engine, float64 from user code); ``n`` is passed explicitly, so kernels that read a
   float64 importance buffer ``buf`` instead can take empty ``(0, 1)`` arrays for them.
 * ``kind`` selects the importance ``s_i`` a kernel recomputes from the row on the fly (no
-  n-sized importance array is kept): ``FIRST`` ``|g_i|`` (Euclidean norm over K),
+  n-sized importance array is kept; the kernels receive it as its marker, see
+  :func:`_score_of_kind`): ``FIRST`` ``|g_i|`` (Euclidean norm over K),
   ``SECOND`` ``sum_k h_ik``, ``MVS`` ``sqrt(|g_i|^2 + lam |h_i|^2)``, ``BUFFER``
   ``buf[i]``, ``CONST`` 1.
 * ``p_i = min(1, rho * t_i)`` with ``t_i = (s_i * c1) * c2``: ``c1 * c2`` is a power of two
@@ -21,9 +22,9 @@ Conventions shared by every kernel:
   of threads.
 * The all-rows kernels are serial over a range of blocks ``[b0, b1)`` and release the GIL;
   their fronts (:mod:`.compiled`) allocate the per-block outputs and run the blocks on
-  threads (:func:`smart_lgbm._threads.for_blocks`).  ``kind`` is compiled as a literal:
-  a kernel is compiled once for each importance kind it is used with, and only that
-  kind's code.
+  threads (:func:`smart_lgbm._threads.for_blocks`).  ``kind`` arrives as its marker
+  (``compiled.KIND_MARKERS``): a kernel is compiled once for each importance kind it is
+  used with, and only that kind's code.
 * Randomness is counter-based: row ``i``'s uniform is SplitMix64's output for ``key`` and
   counter ``i + 1`` (:func:`uniform`), so a draw depends on ``(key, i, p_i)`` only.
 """
@@ -33,10 +34,11 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import errors, literally, njit, types
+from numba import errors, njit
+from numba.np.numpy_support import from_dtype
 from numba.extending import overload
 
-from .compiled import BLOCK, BUFFER, CONST, FIRST, FIT_ANCHOR, FIT_REGULARISED, MVS, SECOND
+from .compiled import BLOCK, BUFFER, CONST, FIRST, FIT_ANCHOR, FIT_REGULARISED, KIND_MARKERS, MVS, SECOND
 #: Rows per block of the histogram kernels (their per-block tables are larger).
 HIST_BLOCK = 65536
 
@@ -87,12 +89,14 @@ def _row_weight(h, i):
 
 
 def _score(kind, g, h, buf, lam, i):  # pragma: no cover - compiled code calls the overload below
-    """Row ``i``'s importance of kind ``kind`` (module notes); ``kind`` must be a literal."""
+    """Row ``i``'s importance of kind ``kind`` (module notes); ``kind`` is its marker."""
     raise NotImplementedError
 
 
-@njit(cache=True, inline="always")
-def _first(kind, g, h, buf, lam, i):
+# The importance of each kind as the kernels compute it (``_score``).  (The overload
+# below is not inlined at numba's level: inlined, its loops tripped numba's SSA checks.
+# LLVM inlines it: the kernels' code calls no importance function.)
+def _first_of(kind, g, h, buf, lam, i):
     num_class = g.shape[1]
     if num_class == 1:
         return abs(np.float64(g[i, 0]))
@@ -103,38 +107,50 @@ def _first(kind, g, h, buf, lam, i):
     return math.sqrt(acc)
 
 
-@njit(cache=True, inline="always")
-def _second(kind, g, h, buf, lam, i):
-    return _row_weight(h, i)
+def _second_of(kind, g, h, buf, lam, i):  # _row_weight's sum, in column order
+    acc = np.float64(h[i, 0])
+    for k in range(1, h.shape[1]):
+        acc += np.float64(h[i, k])
+    return acc
 
 
-@njit(cache=True, inline="always")
-def _mvs(kind, g, h, buf, lam, i):
-    gg, hh = _squares(g, h, i)
+def _mvs_of(kind, g, h, buf, lam, i):  # _squares's sums
+    gg = 0.0
+    hh = 0.0
+    for k in range(g.shape[1]):
+        gv = np.float64(g[i, k])
+        hv = np.float64(h[i, k])
+        gg += gv * gv
+        hh += hv * hv
     return math.sqrt(gg + lam * hh)
 
 
-@njit(cache=True, inline="always")
-def _buffer(kind, g, h, buf, lam, i):
+def _buffer_of(kind, g, h, buf, lam, i):
     return buf[i]
 
 
-@njit(cache=True, inline="always")
-def _const(kind, g, h, buf, lam, i):
+def _const_of(kind, g, h, buf, lam, i):
     return 1.0
 
 
-_SCORES = {FIRST: _first, SECOND: _second, MVS: _mvs, BUFFER: _buffer, CONST: _const}
+_KIND_OF_MARKER = {from_dtype(marker.dtype): kind for kind, marker in KIND_MARKERS.items()}
+_SCORES = {kind: njit(cache=True, inline="always")(fn) for kind, fn in
+           ((FIRST, _first_of), (SECOND, _second_of), (MVS, _mvs_of), (BUFFER, _buffer_of), (CONST, _const_of))}
+#: FirstOrder's and SecondOrder's importances, for the fused pass (:mod:`smart_lgbm._fused_kernels`) too.
+_first, _second = _SCORES[FIRST], _SCORES[SECOND]
 
 
 @overload(_score)
 def _score_of_kind(kind, g, h, buf, lam, i):
-    """Only the code of the kernel's own ``kind`` is compiled: every kernel taking a
-    ``kind`` marks it ``literally``, so numba compiles it once per kind it is called with
-    (the samplers of a run use one or two), not every kind's branch each time."""
-    if not isinstance(kind, types.IntegerLiteral):
-        raise errors.TypingError("_score needs a literal kind: mark the kernel's kind argument with literally()")
-    score = _SCORES[kind.literal_value]
+    """Only the code of the kernel's own ``kind`` is compiled: the kernels receive the kind
+    as its marker (``compiled.KIND_MARKERS``, a zero-length array whose dtype names the
+    kind), so numba compiles each kernel once per kind it is used with (a run's sampler
+    uses one or two), a type like any other (cached, dispatched as fast), and only that
+    kind's code, not every kind's branch."""
+    kind_of = _KIND_OF_MARKER.get(getattr(kind, "dtype", None))
+    if kind_of is None:
+        raise errors.TypingError(f"_score needs a kind marker (compiled.KIND_MARKERS), got {kind}")
+    score = _SCORES[kind_of]
 
     def impl(kind, g, h, buf, lam, i):
         return score(kind, g, h, buf, lam, i)
@@ -227,7 +243,7 @@ def scan(b0, b1, kind, n, g, h, buf, lam, want_sum, plain, bmax, bpos, bbad, bex
         bad = 0
         acc = 0.0
         for i in range(lo, hi):
-            mx, pos, bad, acc = scan_row(_score(literally(kind), g, h, buf, lam, i), mx, pos, bad, acc)
+            mx, pos, bad, acc = scan_row(_score(kind, g, h, buf, lam, i), mx, pos, bad, acc)
         bmax[b] = mx
         bpos[b] = pos
         bbad[b] = bad
@@ -271,7 +287,7 @@ def scaled_histogram(b0, b1, kind, n, g, h, buf, lam, c1, c2, cnt, sm):
     block of ``HIST_BLOCK`` rows ``[b0, b1)`` into zeroed ``cnt[b]``, ``sm[b]``."""
     for b in range(b0, b1):
         for i in range(b * HIST_BLOCK, min(n, (b + 1) * HIST_BLOCK)):
-            t = (_score(literally(kind), g, h, buf, lam, i) * c1) * c2
+            t = (_score(kind, g, h, buf, lam, i) * c1) * c2
             if t > 0.0:  # (a positive importance 2**1074 times below the largest underflows to 0)
                 j = _bucket(t)
                 cnt[b, j] += 1
@@ -319,7 +335,7 @@ def cap_round(b0, b1, kind, n, g, h, buf, lam, c1, c2, rho, bcap, bsum):
         for i in range(b * BLOCK, min(n, (b + 1) * BLOCK)):
             # branch-free (whether a row is capped is close to random): adding 0.0 leaves
             # the sum's bits as they were
-            t = (_score(literally(kind), g, h, buf, lam, i) * c1) * c2
+            t = (_score(kind, g, h, buf, lam, i) * c1) * c2
             capped = rho * t >= 1.0  # (t = 0 is never capped: rho is finite here)
             count += np.int64(capped)
             acc += 0.0 if capped else t
@@ -333,7 +349,7 @@ def sorted_rho(kind, n, g, h, buf, lam, c1, c2, m):
     t = np.empty(n)
     n_pos = 0
     for i in range(n):
-        ti = (_score(literally(kind), g, h, buf, lam, i) * c1) * c2
+        ti = (_score(kind, g, h, buf, lam, i) * c1) * c2
         if ti > 0.0:
             t[n_pos] = ti
             n_pos += 1
@@ -357,7 +373,7 @@ def sorted_rho(kind, n, g, h, buf, lam, c1, c2, m):
 def probabilities(b0, b1, kind, n, g, h, buf, lam, c1, c2, rho, out):
     """``p_i`` of the rows of blocks ``[b0, b1)`` into ``out`` (for the public ``probabilities`` methods)."""
     for i in range(b0 * BLOCK, min(n, b1 * BLOCK)):
-        out[i] = _prob(_score(literally(kind), g, h, buf, lam, i), c1, c2, rho)
+        out[i] = _prob(_score(kind, g, h, buf, lam, i), c1, c2, rho)
 
 
 @njit(nogil=True, cache=True)
@@ -373,13 +389,13 @@ def draw(b0, b1, kind, n, g, h, buf, lam, c1, c2, rho, key, scratch, counts):
         hi = min(n, lo + BLOCK)
         gb = g[lo:hi] if g.shape[0] > 0 else g
         hb = h[lo:hi] if h.shape[0] > 0 else h
-        bb = buf[lo:hi] if kind == BUFFER else buf
+        bb = buf[lo:hi] if buf.shape[0] > 0 else buf  # (a BUFFER importance: n values)
         out = scratch[lo:hi]
         c = 0
         for j in range(hi - lo):
             # branch-free (drawn or not is random): row lo + j is written at the next slot
             # either way and kept when drawn
-            p = _prob(_score(literally(kind), gb, hb, bb, lam, j), c1, c2, rho)
+            p = _prob(_score(kind, gb, hb, bb, lam, j), c1, c2, rho)
             drawn = p > 0.0 and (p >= 1.0 or uniform(key, lo + j) < p)
             out[c] = lo + j
             c += np.int64(drawn)
@@ -397,7 +413,7 @@ def closest_row(b0, b1, kind, n, g, h, buf, lam, c1, c2, rho, key, best, where):
     """
     for b in range(b0, b1):
         for i in range(b * BLOCK, min(n, (b + 1) * BLOCK)):
-            p = _prob(_score(literally(kind), g, h, buf, lam, i), c1, c2, rho)
+            p = _prob(_score(kind, g, h, buf, lam, i), c1, c2, rho)
             if p > 0.0:
                 ratio = uniform(key, i) / p
                 if ratio < best[b]:
@@ -420,7 +436,7 @@ def gather(b0, b1, kind, n, g, h, buf, lam, c1, c2, rho, scratch, counts, offset
         off = offsets[b]
         for j in range(counts[b]):
             i = scratch[lo + j]
-            inv = 1.0 / _prob(_score(literally(kind), g, h, buf, lam, i), c1, c2, rho)
+            inv = 1.0 / _prob(_score(kind, g, h, buf, lam, i), c1, c2, rho)
             out_idx[off + j] = i
             for k in range(num_class):
                 gv = np.float64(gsrc[i, k])
