@@ -1,9 +1,9 @@
 """Running a compiled kernel over a range of blocks on several threads.
 
 The all-rows kernels are plain serial numba functions (``@njit(nogil=True, cache=True)``)
-over a range of blocks ``[b0, b1)``; :func:`for_blocks` splits the blocks into one
-contiguous share per thread, runs the first share on the calling thread and the others on
-a small persistent pool, and returns when all are done.  Why not numba's
+over a range of blocks ``[b0, b1)``; :func:`for_blocks` cuts the blocks into a few
+contiguous pieces per thread, which the calling thread and a small persistent pool take in
+turn, and returns when all are done.  Why not numba's
 ``parallel=True``: a parallel kernel takes several times longer to compile than the same
 loop serial (numba's parfor passes and the gufunc it builds), and a new user, CI runner
 or Dask worker pays that before the first tree (``scripts/bench_first_call.py``); the
@@ -21,6 +21,7 @@ microseconds, as much as a small data set's whole pass.
 
 from __future__ import annotations
 
+import itertools
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -31,6 +32,8 @@ import numba
 #: Fewest rows (or row-equivalents of work) worth handing to another thread.  Tests lower
 #: it to run their small data on several threads.
 MIN_ROWS_PER_THREAD = 1 << 15
+#: Pieces per thread the blocks are cut into (see :func:`for_blocks`).
+PIECES_PER_THREAD = 4
 
 _pool: ThreadPoolExecutor | None = None
 _lock = threading.Lock()
@@ -69,20 +72,31 @@ def num_threads(rows: int) -> int:
 
 
 def for_blocks(kernel: Callable[..., Any], nblocks: int, rows: int, *args: Any) -> None:
-    """``kernel(b0, b1, *args)`` over contiguous shares of ``range(nblocks)``, one per thread.
+    """``kernel(b0, b1, *args)`` over contiguous pieces of ``range(nblocks)`` on several threads.
 
     ``rows``: the work's size in rows (picks the thread count, see :func:`num_threads`).
-    The calling thread runs the first share; an exception of any share is raised here after
-    all shares have finished.
+    With ``t`` threads the blocks are cut into up to ``PIECES_PER_THREAD * t`` pieces that
+    the threads take in turn, the calling thread among them: a thread slowed down (by
+    another process, or LightGBM's OpenMP threads still spinning after the tree) takes
+    fewer pieces instead of holding up the others.  An exception of any piece is raised
+    here after all threads have finished.
     """
     t = min(num_threads(rows), nblocks)
     if t <= 1:
         kernel(0, nblocks, *args)
         return
+    pieces = min(nblocks, PIECES_PER_THREAD * t)
+    bounds = [nblocks * i // pieces for i in range(pieces + 1)]
+    claim = itertools.count()  # next() is atomic under the GIL
+
+    def work() -> None:
+        while (i := next(claim)) < pieces:
+            kernel(bounds[i], bounds[i + 1], *args)
+
     pool = _executor()
-    futures = [pool.submit(kernel, nblocks * i // t, nblocks * (i + 1) // t, *args) for i in range(1, t)]
+    futures = [pool.submit(work) for _ in range(t - 1)]
     try:
-        kernel(0, nblocks // t, *args)
+        work()
     finally:
         for f in futures:
             f.result()
