@@ -38,6 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import _lightgbm
+from .._threads import for_blocks
 from . import _encode_kernels as _ek
 from . import _kernels as _k
 from .raw import RawFeatures
@@ -148,7 +149,10 @@ class CodeBook:
             if self._padded is None:
                 self._padded = _ek.padded_bounds(self.bounds)
             codes = np.empty((self.features.shape[0], n), dtype=np.uint8)
-            _ek.encode_dense(raw.dense, self.features, *self._padded, self.nan_codes, _k.K_ZERO_THRESHOLD, codes)
+            nb = (n + _ek.BLOCK - 1) // _ek.BLOCK
+            for_blocks(_ek.encode_dense, nb, n * self.features.shape[0] // 8, raw.dense, self.features,
+                       *self._padded, self.nan_codes, _k.K_ZERO_THRESHOLD, codes, np.zeros((nb, _ek.LANES)),
+                       np.zeros((nb, _ek.LANES), np.int64))
             return BinCodes(codes)
         raw_bytes = raw.indptr.nbytes + raw.indices.nbytes + raw.values.nbytes
         if self.features.shape[0] * n > max(MAX_SPARSE_CODE_BYTES, raw_bytes):
@@ -159,9 +163,16 @@ class CodeBook:
             return None  # duplicates or unsorted columns: LightGBM's column reader is not a plain scatter
         column_of_feature = np.full(raw.num_features, -1, dtype=np.int32)
         column_of_feature[: self.column_of_feature.shape[0]] = self.column_of_feature
-        ok = _k.encode_sparse(is_csc, n, raw.indptr, raw.indices, raw.values, column_of_feature, self.flat_bounds,
-                              self.starts, self.lengths, self.nan_codes, codes)
-        return BinCodes(codes) if ok else None
+        ncols = codes.shape[0]
+        for_blocks(_k.encode_zeros, ncols, n * ncols // 8, n, self.flat_bounds, self.starts, self.lengths,
+                   self.nan_codes, codes)
+        size = raw.indptr.shape[0] - 1  # columns (CSC) or rows (CSR)
+        block = 1 if is_csc else _k.SPARSE_BLOCK_ROWS
+        nb = (size + block - 1) // block
+        tiny = np.zeros(nb, dtype=np.int64)
+        for_blocks(_k.encode_sparse, nb, raw.values.shape[0], block, is_csc, raw.indptr, raw.indices, raw.values,
+                   column_of_feature, self.flat_bounds, self.starts, self.lengths, self.nan_codes, codes, tiny)
+        return BinCodes(codes) if not tiny.any() else None
 
     def coded_forest(self, forest: "Forest") -> CodedForest:  # noqa: F821 (walk imports this module)
         """``forest``'s nodes in codes.
@@ -173,9 +184,11 @@ class CodeBook:
             on a feature the book does not code (neither happens with trees LightGBM grew
             on the Dataset the book was read from).
         """
-        info, child, bad, reason = _k.code_nodes(
+        n = forest.threshold.shape[0]
+        info, child = np.empty(n, np.int64), np.empty(2 * n, np.int32)
+        bad, reason = _k.code_nodes(
             forest.feature, forest.threshold, forest.flags, forest.left, forest.right, self.column_of_feature,
-            self.flat_bounds, self.starts, self.lengths, self.nan_codes, self.zero_codes)
+            self.flat_bounds, self.starts, self.lengths, self.nan_codes, self.zero_codes, info, child)
         if bad >= 0:
             feature, threshold = int(forest.feature[bad]), float(forest.threshold[bad])
             raise RuntimeError({
