@@ -25,7 +25,8 @@ import itertools
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import numba
 
@@ -44,7 +45,7 @@ def _executor() -> ThreadPoolExecutor:
     if _pool is None:
         with _lock:
             if _pool is None:
-                workers = max(1, int(numba.config.NUMBA_NUM_THREADS) - 1)
+                workers = max(1, int(numba.config.NUMBA_NUM_THREADS) - 1)  # type: ignore[attr-defined]
                 _pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="smart_lgbm")
     return _pool
 

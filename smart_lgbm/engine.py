@@ -38,7 +38,7 @@ def _numba_threads(num_threads: int) -> Iterator[None]:
     """numba's thread count for the run's compiled kernels: LightGBM's ``num_threads``
     (0 or less: all of numba's threads, as OpenMP's default), restored afterwards."""
     before = numba.get_num_threads()
-    limit = numba.config.NUMBA_NUM_THREADS
+    limit = numba.config.NUMBA_NUM_THREADS  # type: ignore[attr-defined]  # set from the environment
     numba.set_num_threads(min(num_threads, limit) if num_threads > 0 else limit)
     try:
         yield
@@ -196,8 +196,9 @@ def _train_loop(run: BoostingRun, cfg: Any, evaluator: Evaluator, eval_sets: lis
     model.params = cfg.params
 
     callbacks_set = set()
-    for i, cb in enumerate(callbacks or []):
-        cb.__dict__.setdefault("order", i - len(callbacks))
+    callback_list = list(callbacks or [])
+    for i, cb in enumerate(callback_list):
+        cb.__dict__.setdefault("order", i - len(callback_list))
         callbacks_set.add(cb)
     if cfg.early_stopping_round is not None:
         callbacks_set.add(lgb.early_stopping(cfg.early_stopping_round, first_metric_only=cfg.first_metric_only,

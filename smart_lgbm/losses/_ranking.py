@@ -71,8 +71,8 @@ def check_label_gain(label_gain: Sequence[float] | np.ndarray | str | None) -> n
     """
     if label_gain is None:
         return np.asarray(DEFAULT_LABEL_GAIN)
-    if isinstance(label_gain, str):
-        label_gain = [part.strip() for part in label_gain.split(",")]
+    if isinstance(label_gain, str):  # numpy parses the parts below
+        label_gain = [part.strip() for part in label_gain.split(",")]  # type: ignore[misc]
     try:
         gains = np.asarray(label_gain, dtype=np.float64)
     except (TypeError, ValueError) as exc:

@@ -37,7 +37,7 @@ class Target:
     label: np.ndarray
     weight: np.ndarray | None = None
     group: np.ndarray | None = None
-    cache: dict[str, Any] = field(default_factory=dict, repr=False)
+    cache: dict[Any, Any] = field(default_factory=dict, repr=False)  # keys: names, or tuples of them
 
     @property
     def num_rows(self) -> int:
@@ -73,7 +73,7 @@ class Loss(ABC):
     #: Whether the rows must come in whole queries (ranking losses).
     needs_group: bool = False
 
-    def validate(self, target: Target) -> None:
+    def validate(self, target: Target) -> None:  # noqa: B027 (an optional hook: accepts anything)
         """Raise ``ValueError`` if the labels (or groups) cannot be used with this loss."""
 
     def lightgbm_params(self) -> dict[str, Any]:
@@ -225,7 +225,8 @@ class Loss(ABC):
         """
         cls = type(self)
         registrant = _registrant(cls, method)
-        if registrant is None or not issubclass(registrant, defining_class(cls, method)):
+        owner = defining_class(cls, method)
+        if registrant is None or owner is None or not issubclass(registrant, owner):
             return None
         return getattr(self, _REGISTERED_KERNELS[registrant][method])
 

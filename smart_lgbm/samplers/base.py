@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -56,6 +56,9 @@ class GradientHistory:
         self.leaves = leaves
         #: an adaptive rate's state for this run (:mod:`.adaptive`), else None
         self.rate_control: object = None
+        #: after each engine iteration: (set, metric, value, higher is better) of every
+        #: validation set (the adaptive rate's plateau rule); empty elsewhere
+        self.validation: list[tuple[str, str, float, bool]] = []
         self._slots: list[np.ndarray] = []
         self._count = 0
         self._next = 0
@@ -85,7 +88,7 @@ class GradientHistory:
     @property
     def gradients(self) -> tuple[np.ndarray, ...]:
         """The gradients held, oldest first (read-only views)."""
-        return tuple(self.gradient(lag) for lag in range(self._count, 0, -1))
+        return tuple(g for lag in range(self._count, 0, -1) if (g := self.gradient(lag)) is not None)
 
 
 class SamplingState:
@@ -335,7 +338,8 @@ class ProbabilitySampler(Sampler):
             raise ValueError("give either rate or rho, not both")
         owner = type(self).__name__
         rate = PROBABILITY_RATE.check(rate, owner)
-        self.rate = RATE.default if rate is None and rho is None else rate
+        # (the rate Params convert "auto" to an AdaptiveRate)
+        self.rate = cast("float | AdaptiveRate | None", RATE.default if rate is None and rho is None else rate)
         self.rho = RHO.check(rho, owner)
 
     @property
@@ -365,7 +369,7 @@ class ProbabilitySampler(Sampler):
         """The built-in kernel computing this sampler's importance, or None for a user's own."""
         cls = type(self)
         owner = defining_class(cls, "importance")
-        kind = _IMPORTANCE_KERNELS.get(owner)
+        kind = None if owner is None else _IMPORTANCE_KERNELS.get(owner)
         from_state = defining_class(cls, "importance_from_state")
         if kind is None or from_state not in (ProbabilitySampler, owner):
             return None
@@ -432,7 +436,7 @@ class ProbabilitySampler(Sampler):
     def _fit_of_state(self, state: SamplingState) -> compiled.Fit:
         owner = defining_class(type(self), "fitting_gradient")
         if owner in _FIT_KERNELS:  # a built-in fitting gradient: computed for drawn rows only
-            return owner._fit(self, state)
+            return cast("type[ProbabilitySampler]", owner)._fit(self, state)
         source = np.asarray(self.fitting_gradient(state))
         if source.shape != state.shape:
             raise ValueError(f"{type(self).__name__}.fitting_gradient returned shape {source.shape}; "
@@ -444,7 +448,7 @@ class ProbabilitySampler(Sampler):
         workspace = compiled.workspace_of(self)
         # The previous iteration's rho starts this one's solve (same answer, fewer passes);
         # only within one run (the iterations follow each other), whatever the sampler did before.
-        previous = workspace.value("solved_rho")
+        previous = cast("tuple[int, float] | None", workspace.value("solved_rho"))
         start = previous[1] if previous is not None and previous[0] == state.iteration - 1 else None
         solution = compiled.solve(imp, self._rate_of(state), self.rho, type(self).__name__, start=start,
                                   statistics=state.statistics)

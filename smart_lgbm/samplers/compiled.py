@@ -38,7 +38,7 @@ FIRST, SECOND, MVS, BUFFER, CONST = 0, 1, 2, 3, 4
 #: Each kind as the kernels receive it: a zero-length array whose dtype names the kind, so
 #: that numba compiles a kernel once per kind it is used with, and only that kind's code
 #: (``_kernels._score_of_kind``).
-KIND_MARKERS = {FIRST: np.empty(0, np.int8), SECOND: np.empty(0, np.int16), MVS: np.empty(0, np.int32),
+KIND_MARKERS: dict[int, np.ndarray] = {FIRST: np.empty(0, np.int8), SECOND: np.empty(0, np.int16), MVS: np.empty(0, np.int32),
                 BUFFER: np.empty(0, np.uint8), CONST: np.empty(0, np.uint16)}
 #: LossBased's marker: the importance is the loss's per-row loss (clipped at 0), in a buffer.
 LOSS = -1
@@ -93,7 +93,7 @@ def scan_totals(bmax: np.ndarray, bpos: np.ndarray, bbad: np.ndarray, bexp: np.n
     exponent = math.frexp(smax)[1] if smax > 0.0 else 0
     total = 0.0
     if want_sum and n_bad == 0:
-        for mx, s, e in zip(bmax.tolist(), bsum.tolist(), bexp.tolist()):
+        for mx, s, e in zip(bmax.tolist(), bsum.tolist(), bexp.tolist(), strict=True):
             if mx > 0.0:
                 total += math.ldexp(s, e - exponent)  # e is 0 when plain
     return max(smax, 0.0), n_pos, n_bad, exponent, total
@@ -270,6 +270,7 @@ def solve(imp: Importance, rate: float | None, rho: float | None, owner: str, ma
         return Solution(Importance(CONST, imp.n, imp.g, imp.h), 1.0, 1.0, rate if rate is not None else 1.0)
     if rho is not None:
         return Solution(imp, 1.0, 1.0, rho)
+    assert rate is not None  # the samplers give a rate or rho (ProbabilitySampler.__init__)
     c1, c2, solved = _rate_rho(imp, rate * imp.n, n_pos, smax, exponent, total, max_rounds, start)
     return Solution(imp, c1, c2, solved, _unscaled(solved, exponent))
 
@@ -292,7 +293,8 @@ def _scan(imp: Importance, owner: str, want_sum: bool,
         blocks = statistics.blocks
     else:
         blocks = _scan_blocks(imp, want_sum, plain)
-    smax, n_pos, n_bad, exponent, total = scan_totals(*blocks, want_sum)
+    bmax, bpos, bbad, bexp, bsum = blocks
+    smax, n_pos, n_bad, exponent, total = scan_totals(bmax, bpos, bbad, bexp, bsum, want_sum)
     if n_bad:
         raise ValueError(f"{owner}: importance must be finite and non-negative; it has {n_bad} NaN, "
                          "infinite or negative value(s)")

@@ -225,6 +225,8 @@ class LossBased(ProbabilitySampler, importance_kernel=compiled.LOSS):
 
     def _importance_of(self, g: np.ndarray, h: np.ndarray, kind: int,
                        state: SamplingState | None = None) -> compiled.Importance:
+        if state is None:  # probabilities() without a state takes the Python path (kind LOSS)
+            raise ValueError(f"{type(self).__name__}: the per-row loss needs the sampling state")
         # the per-row loss, written into a buffer reused across iterations
         buf = compiled.workspace_of(self).array("loss", state.num_rows, np.float64)
         state.loss.compute_loss(state.raw, state.target, buf)

@@ -34,6 +34,7 @@ sparse input is coded only while that is no more than the sparse matrix itself, 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -42,6 +43,9 @@ from .._threads import for_blocks
 from . import _encode_kernels as _ek
 from . import _kernels as _k
 from .raw import RawFeatures
+
+if TYPE_CHECKING:  # (walk.forest imports this module)
+    from .forest import Forest
 
 #: Code of NaN for features whose missing type is NaN.
 NAN_CODE = _k.NAN_CODE
@@ -154,27 +158,28 @@ class CodeBook:
                        *self._padded, self.nan_codes, _k.K_ZERO_THRESHOLD, codes, np.zeros((nb, _ek.LANES)),
                        np.zeros((nb, _ek.LANES), np.int64))
             return BinCodes(codes)
-        raw_bytes = raw.indptr.nbytes + raw.indices.nbytes + raw.values.nbytes
+        indptr, indices, values = raw.sparse_parts()
+        raw_bytes = indptr.nbytes + indices.nbytes + values.nbytes
         if self.features.shape[0] * n > max(MAX_SPARSE_CODE_BYTES, raw_bytes):
             return None
         codes = np.empty((self.features.shape[0], n), dtype=np.uint8)
         is_csc = raw.layout == "csc"
-        if is_csc and not _strictly_sorted_segments(raw.indptr, raw.indices):
+        if is_csc and not _strictly_sorted_segments(indptr, indices):
             return None  # duplicates or unsorted columns: LightGBM's column reader is not a plain scatter
         column_of_feature = np.full(raw.num_features, -1, dtype=np.int32)
         column_of_feature[: self.column_of_feature.shape[0]] = self.column_of_feature
         ncols = codes.shape[0]
         for_blocks(_k.encode_zeros, ncols, n * ncols // 8, n, self.flat_bounds, self.starts, self.lengths,
                    self.nan_codes, codes)
-        size = raw.indptr.shape[0] - 1  # columns (CSC) or rows (CSR)
+        size = indptr.shape[0] - 1  # columns (CSC) or rows (CSR)
         block = 1 if is_csc else _k.SPARSE_BLOCK_ROWS
         nb = (size + block - 1) // block
         tiny = np.zeros(nb, dtype=np.int64)
-        for_blocks(_k.encode_sparse, nb, raw.values.shape[0], block, is_csc, raw.indptr, raw.indices, raw.values,
+        for_blocks(_k.encode_sparse, nb, values.shape[0], block, is_csc, indptr, indices, values,
                    column_of_feature, self.flat_bounds, self.starts, self.lengths, self.nan_codes, codes, tiny)
         return BinCodes(codes) if not tiny.any() else None
 
-    def coded_forest(self, forest: "Forest") -> CodedForest:  # noqa: F821 (walk imports this module)
+    def coded_forest(self, forest: Forest) -> CodedForest:
         """``forest``'s nodes in codes.
 
         Raises

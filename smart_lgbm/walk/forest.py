@@ -33,7 +33,8 @@ per block, into a small buffer holding only the features the trees split on.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -194,7 +195,7 @@ def _flatten_tree(tree: _lightgbm.TreeArrays, k: int, base: int, cat_base: int) 
     if depth < 0:
         raise ValueError(f"tree {k}: left_child/right_child do not form a binary tree with {tree.num_leaves} leaves")
     nodes = dict(zip(("feature", "threshold", "flags", "left", "right", "cat_start", "cat_len", "node_value",
-                      "node_leaf"), arrays))
+                      "node_leaf"), arrays, strict=True))
     nodes["cat_bits"] = tree.cat_threshold
     nodes["depth"] = depth
     return nodes

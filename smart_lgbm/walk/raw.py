@@ -77,6 +77,12 @@ class RawFeatures:
         self.search = search
         self._copy_nbytes = int(copy_nbytes)
 
+    def sparse_parts(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(indptr, indices, values)`` of a CSR or CSC layout."""
+        if self.indptr is None or self.indices is None or self.values is None:
+            raise ValueError(f"a {self._layout} RawFeatures has no sparse parts")
+        return self.indptr, self.indices, self.values
+
     # ------------------------------------------------------------------ construction
 
     @classmethod
@@ -248,11 +254,13 @@ class RawFeatures:
             raise ValueError(f"rows must be in 0..{self.num_rows - 1}, got values from {rows.min()} to {rows.max()}")
         shape = (rows.size, self.num_features)
         if self._layout == "dense":
+            assert self.dense is not None  # the dense layout holds it
             dense = np.take(self.dense, rows, axis=0)
             return RawFeatures("dense", shape, dense=dense, copy_nbytes=dense.nbytes)
         if self._layout == "csr":
-            indptr, positions = _gather_segments(self.indptr, rows)
-            indices, values = self.indices[positions], self.values[positions]
+            all_indptr, all_indices, all_values = self.sparse_parts()
+            indptr, positions = _gather_segments(all_indptr, rows)
+            indices, values = all_indices[positions], all_values[positions]
             return RawFeatures("csr", shape, indptr=indptr, indices=indices, values=values,
                                copy_nbytes=indptr.nbytes + indices.nbytes + values.nbytes)
         return self._take_csc(rows, shape)
@@ -261,7 +269,9 @@ class RawFeatures:
         # The entries a row reads (see walk_csc): in each column, those whose row index
         # exceeds every earlier one's.  Kept for the wanted rows, in new row order: a
         # sorted, duplicate-free CSC matrix that reads the same.
-        indptr, indices, search = self.indptr, self.indices, self.search
+        indptr, indices, all_values = self.sparse_parts()
+        search = self.search
+        assert search is not None  # the CSC layout holds it
         nnz = int(indptr[-1])
         column = np.repeat(np.arange(self.num_features), np.diff(indptr))
         first = np.zeros(nnz, dtype=bool)
@@ -281,7 +291,7 @@ class RawFeatures:
         new_indptr = np.zeros(self.num_features + 1, dtype=np.int64)
         np.cumsum(np.bincount(column[source], minlength=self.num_features), out=new_indptr[1:])
         new_indices = new_row.astype(np.int64)
-        values = self.values[source]
+        values = all_values[source]
         return RawFeatures("csc", shape, indptr=new_indptr, indices=new_indices, values=values,
                            search=new_indices,
                            copy_nbytes=new_indptr.nbytes + new_indices.nbytes + values.nbytes)
