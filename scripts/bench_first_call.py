@@ -9,10 +9,8 @@ of the checkout), as on a new machine, CI runner, Dask worker container or noteb
 * the first ``sl.train`` (5 rounds; this is where the kernels it uses compile);
 * a second, identical ``sl.train`` in the same process (nothing left to compile: the
   training itself);
-* the numba functions compiled during the first call, with the seconds each took on its
-  own (the helpers a kernel compiles first, numba's own implementations of ``np.empty``,
-  ``min``... included, are counted apart; the list shows the package's largest) and how
-  many functions compiled;
+* the numba functions compiled during the first call, with the seconds each took (a
+  kernel's time includes the helpers it compiles first; the list shows the largest);
 * the first ``sl.train`` of another fresh process that finds the cache the first one left
   (``cached``): the cost once a machine has run the package once.
 
@@ -79,20 +77,16 @@ else:
     group = [20] * 250
 
 compiled = {}
-stack = []  # [start, seconds of nested compilations] of the compilations under way
+starts = {}
 
 class Listener(event.Listener):
     def on_start(self, ev):
-        stack.append([time.perf_counter(), 0.0])
+        starts[id(ev.data["dispatcher"])] = time.perf_counter()
 
     def on_end(self, ev):
         d = ev.data["dispatcher"]
         name = f"{d.py_func.__module__}.{d.py_func.__qualname__}"
-        start, nested = stack.pop()
-        took = time.perf_counter() - start
-        compiled[name] = compiled.get(name, 0.0) + took - nested  # its own time
-        if stack:
-            stack[-1][1] += took
+        compiled[name] = compiled.get(name, 0.0) + time.perf_counter() - starts.pop(id(d), time.perf_counter())
 
 event.register("numba:compile", Listener())
 
@@ -127,8 +121,7 @@ def measure(entry: str, repeats: int) -> dict:
             cached.append(run_child(entry, cache))  # a second fresh process finds the first one's cache
     med = lambda runs, key: statistics.median(r[key] for r in runs)  # noqa: E731
     return {"entry": entry, "import": med(cold, "import"), "first": med(cold, "first"),
-            "second": med(cold, "second"), "cached": med(cached, "first"), "compiled": cold[0]["compiled"],
-            "functions": len(cold[0]["compiled"])}
+            "second": med(cold, "second"), "cached": med(cached, "first"), "compiled": cold[0]["compiled"]}
 
 
 def markdown(rows: list[dict], repeats: int) -> str:
@@ -147,14 +140,14 @@ def markdown(rows: list[dict], repeats: int) -> str:
         + (" (above the core count: other work skewed these times)." if load[0] > (os.cpu_count() or 1) else "."),
         "",
         "| entry point | import smart_lgbm | first sl.train | second sl.train | first sl.train, cached | "
-        "functions compiled | largest compilations (s, each its own) |",
-        "|---|---:|---:|---:|---:|---:|---|",
+        "largest compilations (s) |",
+        "|---|---:|---:|---:|---:|---|",
     ]
     for r in rows:
         top = ", ".join(f"{name.rsplit('.', 1)[-1]} {sec:.2f}" for name, sec in r["compiled"][:4]
                         if name.startswith("smart_lgbm"))
         lines.append(f"| {r['entry']} | {r['import']:.2f} | {r['first']:.2f} | {r['second']:.2f} | "
-                     f"{r['cached']:.2f} | {r['functions']} | {top} |")
+                     f"{r['cached']:.2f} | {top} |")
     return "\n".join(lines) + "\n"
 
 

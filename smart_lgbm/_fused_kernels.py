@@ -24,18 +24,16 @@ For each block of ``BLOCK`` rows (the samplers' reduction block,
    exactly as those kernels form them.
 
 Every row's values depend on that row only and every block's statistics on its own rows
-in row order: the results do not depend on the number of threads.  The kernels are serial
-over a range of blocks ``[b0, b1)`` (:func:`smart_lgbm._threads.for_blocks` runs them on
-threads).
+in row order: the results do not depend on the number of threads.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from .losses._kernels import binary_row, l2_row, softmax_row
-from .samplers._kernels import BLOCK, _first, _second, norm_row, scan_row
+from .samplers._kernels import BLOCK, _score, norm_row, scan_row
 from .samplers.compiled import FIRST
 from .samplers.compiled import STATS_NORMS as NORMS
 from .samplers.compiled import STATS_SCAN as SCAN
@@ -57,12 +55,7 @@ def _block_statistics(b, n, grad, hess, stats, kind, bmax, bpos, bbad, bsum, nor
         bad = 0
         acc = 0.0
         for i in range(lo, hi):
-            # FIRST or SECOND: the sampler kernels' own importance functions, same bits
-            if kind == FIRST:
-                s = _first(kind, grad, hess, _EMPTY, 0.0, i)
-            else:
-                s = _second(kind, grad, hess, _EMPTY, 0.0, i)
-            mx, pos, bad, acc = scan_row(s, mx, pos, bad, acc)
+            mx, pos, bad, acc = scan_row(_score(kind, grad, hess, _EMPTY, 0.0, i), mx, pos, bad, acc)
         bmax[b] = mx
         bpos[b] = pos
         bbad[b] = bad
@@ -78,19 +71,19 @@ def _block_statistics(b, n, grad, hess, stats, kind, bmax, bpos, bbad, bsum, nor
         norms[b, 1] = ha
 
 
-@njit(nogil=True, cache=True)
-def gradients_statistics(b0, b1, n, out, cls, weight, factor, grad, hess, stats, kind, bmax, bpos, bbad, bsum, norms):
+@njit(parallel=True, cache=True)
+def gradients_statistics(n, out, cls, weight, factor, grad, hess, stats, kind, bmax, bpos, bbad, bsum, norms):
     """Softmax ``g, h`` of every row at the scores ``out`` and each block's statistics (module notes).
 
-    Blocks ``[b0, b1)``; ``out`` ``(n, K)`` float64 scores; ``grad``/``hess`` ``(n, K)`` float32, written;
+    ``out`` ``(n, K)`` float64 scores; ``grad``/``hess`` ``(n, K)`` float32, written;
     ``cls`` each row's int32 class, ``weight`` float64 or empty, ``factor`` the softmax
     hessian factor.  Statistics per block: ``bmax``, ``bpos``, ``bbad``, ``bsum`` (SCAN of
     importance ``kind``), ``norms[b, :]`` (NORMS).
     """
     weighted = weight.shape[0] > 0
-    e = np.empty(out.shape[1])
-    for b in range(b0, b1):
+    for b in prange((n + BLOCK - 1) // BLOCK):
         lo = b * BLOCK
+        e = np.empty(out.shape[1])
         for i in range(lo, min(n, lo + BLOCK)):
             softmax_row(out, i, cls[i], weight, weighted, factor, e, grad, hess)
         _block_statistics(b, n, grad, hess, stats, kind, bmax, bpos, bbad, bsum, norms)
@@ -112,15 +105,12 @@ def _one_column_row(loss, i, raw, sign, label, weight, weighted, param, grad, he
     return grad[i], hess[i]
 
 
-@njit(nogil=True, cache=True)
-def one_column(b0, b1, n, raw, loss, sign, label, weight, param, grad, hess, stats, kind, bmax, bpos, bbad, bsum, norms):
-    """Binary or L2 ``g, h`` of the rows of blocks ``[b0, b1)`` at the scores ``raw`` (1-D)
-    and each block's statistics.
+@njit(parallel=True, cache=True)
+def one_column(n, raw, loss, sign, label, weight, param, grad, hess, stats, kind, bmax, bpos, bbad, bsum, norms):
+    """Binary or L2 ``g, h`` of every row at the scores ``raw`` (1-D) and each block's statistics.
 
     ``sign`` int8 +-1 per row (BINARY), ``label`` float64 (L2), ``weight`` float64 or
     empty, ``param`` the sigmoid; the statistics as in :func:`gradients_statistics`.
-    Also the binary and L2 losses' own gradient kernel (``stats`` none: one kernel to
-    compile for both, see :func:`smart_lgbm.losses.base.one_column_gradients`).
 
     Each block works on views of its own rows
     indexed from 0: indexed from the block's first row, the same loop cost 60% more than
@@ -128,7 +118,7 @@ def one_column(b0, b1, n, raw, loss, sign, label, weight, param, grad, hess, sta
     3.7 ms; 3.7 ms with the views).
     """
     weighted = weight.shape[0] > 0
-    for b in range(b0, b1):
+    for b in prange((n + BLOCK - 1) // BLOCK):
         lo = b * BLOCK
         hi = min(n, lo + BLOCK)
         m = hi - lo

@@ -23,7 +23,6 @@ from typing import Any
 
 import numpy as np
 
-from ._threads import for_blocks
 from .losses.base import Loss, Target
 from .samplers import Sampler
 from .samplers import compiled
@@ -77,12 +76,12 @@ class FusedPass:
         norms = np.zeros((nb, 2))
         add_coded_outputs(codes, forest, scores, None, known)
         if self.k == 1:
-            for_blocks(_kernels().one_column, nb, self.n, self.n, scores.reshape(self.n), self.loss, self.sign,
-                       self.label, self.weight, self.param, grad.reshape(self.n), hess.reshape(self.n), self.stats,
-                       self.kind, bmax, bpos, bbad, bsum, norms)
+            _kernels().one_column(self.n, scores.reshape(self.n), self.loss, self.sign, self.label, self.weight,
+                                  self.param, grad.reshape(self.n), hess.reshape(self.n), self.stats, self.kind,
+                                  bmax, bpos, bbad, bsum, norms)
         else:
-            for_blocks(_kernels().gradients_statistics, nb, self.n * self.k, self.n, scores, self.cls, self.weight,
-                       self.param, grad, hess, self.stats, self.kind, bmax, bpos, bbad, bsum, norms)
+            _kernels().gradients_statistics(self.n, scores, self.cls, self.weight, self.param, grad, hess,
+                                            self.stats, self.kind, bmax, bpos, bbad, bsum, norms)
         if self.stats == compiled.STATS_SCAN:
             return compiled.Statistics(self.kind, (bmax, bpos, bbad, bexp, bsum), None)
         if self.stats == compiled.STATS_NORMS:

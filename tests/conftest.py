@@ -30,16 +30,3 @@ def a9a_small(a9a):
 @pytest.fixture
 def rng():
     return np.random.default_rng(12345)
-
-
-@pytest.fixture(autouse=True, scope="session")
-def _small_work_on_threads():
-    """Hand even small data to several threads (smart_lgbm._threads), so that the tests'
-    thread-count checks run the threaded paths: outside tests small work stays on the
-    calling thread."""
-    from smart_lgbm import _threads
-
-    before = _threads.MIN_ROWS_PER_THREAD
-    _threads.MIN_ROWS_PER_THREAD = 1
-    yield
-    _threads.MIN_ROWS_PER_THREAD = before

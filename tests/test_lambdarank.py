@@ -361,7 +361,7 @@ def _fresh_sort(loss, raw, target):
     g = np.empty(target.num_rows, dtype=np.float32)
     h = np.empty(target.num_rows, dtype=np.float32)
     kernels.lambdarank_gradients(
-        0, prep["chunks"].shape[0] - 1, np.ascontiguousarray(raw, dtype=np.float64), prep["labels"], prep["gains"], prep["boundaries"],
+        np.ascontiguousarray(raw, dtype=np.float64), prep["labels"], prep["gains"], prep["boundaries"],
         prep["inv_max_dcg"], prep["discount"], table, lo, hi, factor, loss.sigmoid, loss.truncation_level,
         loss.norm, prep["weight32"], prep["chunks"], g, h)
     return g, h

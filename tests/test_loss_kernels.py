@@ -111,7 +111,7 @@ def test_lambdarank_writes_its_float32_kernel_output_unchanged(rng):
     ref_g = np.empty(n, dtype=np.float32)
     ref_h = np.empty(n, dtype=np.float32)
     lambdarank_kernels.lambdarank_gradients(
-        0, prep["chunks"].shape[0] - 1, raw, prep["labels"], prep["gains"], prep["boundaries"], prep["inv_max_dcg"], prep["discount"],
+        raw, prep["labels"], prep["gains"], prep["boundaries"], prep["inv_max_dcg"], prep["discount"],
         table, lo, hi, factor, 1.0, loss.truncation_level, loss.norm, prep["weight32"], prep["chunks"],
         ref_g, ref_h)
     np.testing.assert_array_equal(g, ref_g)

@@ -8,9 +8,7 @@ Gradients are LightGBM v4.6.0's own expressions (``src/objective/binary_objectiv
 association order, ``exp`` from the C math library (numba lowers ``math.exp`` to libm, the
 function ``std::exp`` calls), one float32 rounding at the store, exactly where LightGBM
 casts to ``score_t``.  Weights are LightGBM's float32 values, passed as float64 (exact).
-Every row is independent, so the results do not depend on the number of threads.  The
-kernels are serial over a range of blocks ``[b0, b1)`` of :data:`ROW_BLOCK` rows and release
-the GIL; the losses run them on threads (:func:`smart_lgbm._threads.for_blocks`).
+Every row is independent, so the results do not depend on the number of threads.
 """
 
 from __future__ import annotations
@@ -18,22 +16,39 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
-#: Rows per block.
-ROW_BLOCK = 16384
+#: Rows per parallel task in the multiclass kernels (one scratch row per task).
+_ROW_BLOCK = 4096
 _LOG2 = math.log(2.0)
 
 
 @njit(cache=True, inline="always")
 def binary_row(sign, sigmoid, raw):
     """One row's unweighted ``(g, h)`` in double (``sign`` = +-1.0 for label 1/0): the
-    expressions of ``BinaryLogloss::GetGradients`` (``is_unbalance`` and
-    ``scale_pos_weight`` off).  The binary gradients of every row are
-    :func:`smart_lgbm._fused_kernels.one_column`'s, for the loss and the fused pass alike."""
+    expressions of ``BinaryLogloss::GetGradients``, shared with the fused pass
+    (:mod:`smart_lgbm._fused_kernels`) so that both give the same bits."""
     response = (-sign * sigmoid) / (1.0 + math.exp(sign * sigmoid * raw))
     abs_response = abs(response)
     return response, abs_response * (sigmoid - abs_response)
+
+
+@njit(parallel=True, cache=True)
+def binary_gradients(raw, label, weight, sigmoid, grad, hess):
+    """LightGBM's ``BinaryLogloss::GetGradients`` (``is_unbalance`` and ``scale_pos_weight`` off).
+
+    ``weight`` empty means unit weights.
+    """
+    n = raw.shape[0]
+    weighted = weight.shape[0] > 0
+    for i in prange(n):
+        response, h = binary_row(1.0 if label[i] > 0.0 else -1.0, sigmoid, raw[i])
+        if weighted:
+            grad[i] = response * weight[i]
+            hess[i] = h * weight[i]
+        else:
+            grad[i] = response
+            hess[i] = h
 
 
 @njit(cache=True, inline="always")
@@ -46,12 +61,12 @@ def _log1p_exp(x):
     return math.log1p(math.exp(x))
 
 
-@njit(nogil=True, cache=True)
-def binary_loss(b0, b1, raw, label, weight, sigmoid, out):
+@njit(parallel=True, cache=True)
+def binary_loss(raw, label, weight, sigmoid, out):
     """Per-row log-loss ``log(1 + exp(-sign * sigmoid * raw))`` times the weight."""
     n = raw.shape[0]
     weighted = weight.shape[0] > 0
-    for i in range(b0 * ROW_BLOCK, min(n, b1 * ROW_BLOCK)):
+    for i in prange(n):
         sign = 1.0 if label[i] > 0.0 else -1.0
         value = _log1p_exp(-sign * sigmoid * raw[i])
         out[i] = value * weight[i] if weighted else value
@@ -59,8 +74,8 @@ def binary_loss(b0, b1, raw, label, weight, sigmoid, out):
 
 @njit(cache=True, inline="always")
 def l2_row(raw, label, weight, weighted, i, grad, hess):
-    """Row ``i`` of ``RegressionL2loss::GetGradients`` into ``grad[i]``, ``hess[i]``
-    (:func:`smart_lgbm._fused_kernels.one_column` runs it for every row).
+    """Row ``i`` of ``RegressionL2loss::GetGradients`` into ``grad[i]``, ``hess[i]`` (shared
+    with the fused pass).
 
     With weights LightGBM rounds the residual to float32 *before* multiplying by the
     float32 weight in float arithmetic; numba keeps float32 * float32 in float32.
@@ -74,12 +89,21 @@ def l2_row(raw, label, weight, weighted, i, grad, hess):
         hess[i] = 1.0
 
 
-@njit(nogil=True, cache=True)
-def l2_loss(b0, b1, raw, label, weight, out):
+@njit(parallel=True, cache=True)
+def l2_gradients(raw, label, weight, grad, hess):
+    """LightGBM's ``RegressionL2loss::GetGradients`` (see :func:`l2_row`)."""
+    n = raw.shape[0]
+    weighted = weight.shape[0] > 0
+    for i in prange(n):
+        l2_row(raw[i], label[i], weight, weighted, i, grad, hess)
+
+
+@njit(parallel=True, cache=True)
+def l2_loss(raw, label, weight, out):
     """Per-row ``0.5 * (raw - label)**2`` times the weight."""
     n = raw.shape[0]
     weighted = weight.shape[0] > 0
-    for i in range(b0 * ROW_BLOCK, min(n, b1 * ROW_BLOCK)):
+    for i in prange(n):
         d = raw[i] - label[i]
         value = 0.5 * (d * d)
         out[i] = value * weight[i] if weighted else value
@@ -118,24 +142,25 @@ def softmax_row(raw, i, y, weight, weighted, factor, e, grad, hess):
             hess[i, k] = h
 
 
-@njit(nogil=True, cache=True)
-def softmax_gradients(b0, b1, raw, label, weight, factor, grad, hess):
+@njit(parallel=True, cache=True)
+def softmax_gradients(raw, label, weight, factor, grad, hess):
     """LightGBM's ``MulticlassSoftmax::GetGradients`` on row-major ``(n, K)`` arrays
     (see :func:`softmax_row`)."""
     n, num_class = raw.shape
     weighted = weight.shape[0] > 0
-    e = np.empty(num_class)  # one row's exponentials, reused for every row
-    for b in range(b0, b1):
-        for i in range(b * ROW_BLOCK, min(n, (b + 1) * ROW_BLOCK)):
+    n_blocks = (n + _ROW_BLOCK - 1) // _ROW_BLOCK
+    for b in prange(n_blocks):
+        e = np.empty(num_class)  # one row's exponentials, reused for the block's rows
+        for i in range(b * _ROW_BLOCK, min(n, (b + 1) * _ROW_BLOCK)):
             softmax_row(raw, i, int(label[i]), weight, weighted, factor, e, grad, hess)
 
 
-@njit(nogil=True, cache=True)
-def softmax_loss(b0, b1, raw, label, weight, out):
+@njit(parallel=True, cache=True)
+def softmax_loss(raw, label, weight, out):
     """Per-row ``-log softmax(raw)[label]`` times the weight (scipy's ``log_softmax`` order)."""
     n, num_class = raw.shape
     weighted = weight.shape[0] > 0
-    for i in range(b0 * ROW_BLOCK, min(n, b1 * ROW_BLOCK)):
+    for i in prange(n):
         wmax = _row_max(raw, i)
         wsum = 0.0
         for k in range(num_class):

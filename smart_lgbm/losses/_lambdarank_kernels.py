@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 #: Number of bins of LightGBM's sigmoid lookup table (``_sigmoid_bins``).
 SIGMOID_BINS = 1024 * 1024
@@ -104,14 +104,16 @@ def max_dcg_at(k: int, labels: np.ndarray, gains: np.ndarray, discount: np.ndarr
     return ret
 
 
-@njit(nogil=True, cache=True)
-def inverse_max_dcgs(q0, q1, labels, boundaries, gains, discount, k, out):
-    """Per query ``q0 <= q < q1``: ``out[q] = 1 / maxDCG@k`` (left at 0 when maxDCG is 0),
-    as LambdarankNDCG::Init."""
-    for q in range(q0, q1):
+@njit(parallel=True, cache=True)
+def inverse_max_dcgs(labels, boundaries, gains, discount, k):
+    """Per query ``1 / maxDCG@k`` (or ``0`` when maxDCG is 0), as LambdarankNDCG::Init."""
+    nq = boundaries.shape[0] - 1
+    out = np.zeros(nq, dtype=np.float64)
+    for q in prange(nq):
         m = max_dcg_at(k, labels[boundaries[q]:boundaries[q + 1]], gains, discount)
         if m > 0.0:
             out[q] = 1.0 / m
+    return out
 
 
 _INSERTION_RUN = 16
@@ -376,28 +378,27 @@ def _gradient_block(q0, q1, score, labels, gains, boundaries, inv_max_dcg, disco
                 hess[row] = hes[k]
 
 
-@njit(nogil=True, cache=True)
-def lambdarank_gradients(c0, c1, score, labels, gains, boundaries, inv_max_dcg, discount, table,
+@njit(parallel=True, cache=True)
+def lambdarank_gradients(score, labels, gains, boundaries, inv_max_dcg, discount, table,
                          min_in, max_in, idx_factor, sigmoid, truncation, norm, weight,
                          chunks, grad, hess):
     """Fill float32 ``grad``/``hess`` for every document (LightGBM's GetGradients).
 
-    ``chunks`` holds query indices splitting the queries into blocks of similar cost; this
-    call runs blocks ``[c0, c1)`` (threads run ranges of them side by side) and each block
-    allocates its scratch space once. ``weight`` is a
+    ``chunks`` holds query indices splitting the queries into blocks of similar cost;
+    blocks run in parallel and each allocates its scratch space once. ``weight`` is a
     float32 array (length 0 for no weights); like LightGBM, weights multiply the final
     float32 lambda and hessian in float32.  Every query is sorted afresh; see
     :func:`lambdarank_gradients_kept` for the variant that repairs the last call's order.
     """
     no_orders = np.empty(0, dtype=np.int32)
-    for c in range(c0, c1):
+    for c in prange(chunks.shape[0] - 1):
         _gradient_block(chunks[c], chunks[c + 1], score, labels, gains, boundaries, inv_max_dcg,
                         discount, table, min_in, max_in, idx_factor, sigmoid, truncation, norm,
                         weight, no_orders, False, grad, hess)
 
 
-@njit(nogil=True, cache=True)
-def lambdarank_gradients_kept(c0, c1, score, labels, gains, boundaries, inv_max_dcg, discount, table,
+@njit(parallel=True, cache=True)
+def lambdarank_gradients_kept(score, labels, gains, boundaries, inv_max_dcg, discount, table,
                               min_in, max_in, idx_factor, sigmoid, truncation, norm, weight,
                               chunks, orders, repair, grad, hess):
     """:func:`lambdarank_gradients` keeping each query's order in ``orders`` between calls.
@@ -405,9 +406,8 @@ def lambdarank_gradients_kept(c0, c1, score, labels, gains, boundaries, inv_max_
     ``orders`` (int32, one per document) receives every query's sorted order (local
     positions); with ``repair`` the order it holds is repaired (:func:`_repair_sorted`)
     instead of sorting afresh.  Same gradients bit for bit, whatever ``orders`` holds.
-    Blocks ``[c0, c1)`` of ``chunks``.
     """
-    for c in range(c0, c1):
+    for c in prange(chunks.shape[0] - 1):
         _gradient_block(chunks[c], chunks[c + 1], score, labels, gains, boundaries, inv_max_dcg,
                         discount, table, min_in, max_in, idx_factor, sigmoid, truncation, norm,
                         weight, orders, repair, grad, hess)
@@ -421,8 +421,8 @@ def _softplus(x):
     return math.log1p(math.exp(x))
 
 
-@njit(nogil=True, cache=True)
-def lambdarank_pair_loss(c0, c1, score, labels, gains, boundaries, inv_max_dcg, discount, sigmoid,
+@njit(parallel=True, cache=True)
+def lambdarank_pair_loss(score, labels, gains, boundaries, inv_max_dcg, discount, sigmoid,
                          truncation, chunks, out):
     """Per-document share of the pairwise LambdaRank loss (float64, unweighted).
 
@@ -430,9 +430,9 @@ def lambdarank_pair_loss(c0, c1, score, labels, gains, boundaries, inv_max_dcg, 
     ``-inf`` skips), pair (hi, lo) -- hi the higher label -- costs
     ``|dNDCG| * log(1 + exp(-sigmoid * (s_hi - s_lo)))`` with the plain
     ``|dNDCG| = |gain_hi - gain_lo| * |disc_hi - disc_lo| / maxDCG``; half goes to each
-    document.  Blocks ``[c0, c1)`` of ``chunks``.
+    document.
     """
-    for c in range(c0, c1):
+    for c in prange(chunks.shape[0] - 1):
         q0 = chunks[c]
         q1 = chunks[c + 1]
         biggest, order, s, key_buf, idx_buf, lab, gain = _sort_scratch(boundaries, q0, q1, labels)

@@ -13,9 +13,8 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
 
+import numba
 import numpy as np
-
-from .._threads import for_blocks
 
 
 @dataclass
@@ -127,7 +126,7 @@ class Loss(ABC):
             infinite value (values beyond float32's range count as infinite).
         """
         check_gradient_buffers(raw, grad, hess)
-        kernel = self._compiled("gradient_hessian")
+        kernel = self._compiled("gradient_hessian", "_gradient_kernel")
         if kernel is not None:
             kernel(raw, target, grad, hess)
             return
@@ -155,7 +154,7 @@ class Loss(ABC):
 
     def loss(self, raw: np.ndarray, target: Target) -> np.ndarray:
         """Per-row loss of shape ``(n,)``, instance weights applied (for loss-based sampling)."""
-        if self._compiled("loss") is None:
+        if self._compiled("loss", "_loss_kernel") is None:
             raise NotImplementedError(f"{type(self).__name__} does not define a per-row loss")
         out = np.empty(target.num_rows)
         self.compute_loss(raw, target, out)
@@ -169,7 +168,7 @@ class Loss(ABC):
         """
         if out.shape != (target.num_rows,) or out.dtype != np.float64:
             raise ValueError(f"out must be a float64 array of shape ({target.num_rows},)")
-        kernel = self._compiled("loss")
+        kernel = self._compiled("loss", "_loss_kernel")
         if kernel is not None:
             kernel(raw, target, out)
             return
@@ -189,46 +188,26 @@ class Loss(ABC):
         losses; a user loss keeps None."""
         return None
 
-    def __init_subclass__(cls, kernels: dict[str, str] | None = None, **kwargs: Any) -> None:
-        """Register ``cls``'s compiled kernels: ``kernels`` maps a Python method
-        (``"gradient_hessian"``, ``"loss"``) to the name of the method of ``cls`` that
-        computes the same values compiled (the built-in losses; see :meth:`_compiled`).
-
-        Explicit, so that renaming a method cannot silently send a built-in loss down the
-        Python path: a registered kernel or method that ``cls`` lacks is refused here, and
-        ``tests/test_kernel_registration.py`` checks that every built-in loss trains
-        without its Python methods."""
-        super().__init_subclass__(**kwargs)
-        if kernels is None:
-            return
-        for method, kernel in kernels.items():
-            if method not in _KERNEL_METHODS:
-                raise TypeError(f"{cls.__name__}: kernels can stand for {sorted(_KERNEL_METHODS)}, not {method!r}")
-            if kernel not in vars(cls) or not callable(getattr(cls, method, None)):
-                raise TypeError(f"{cls.__name__} registers {kernel!r} for {method!r} but does not define both")
-        _REGISTERED_KERNELS[cls] = dict(kernels)
-
     def _fused_as(self, owner: type, name: str, param: float) -> tuple[str, float] | None:
-        """``(name, param)`` when the gradients are ``owner``'s registered compiled kernel's,
-        else None (a subclass that changes them takes the unfused path)."""
+        """``(name, param)`` when the gradients are ``owner``'s compiled kernel's, else None
+        (a subclass that changes them takes the unfused path)."""
         cls = type(self)
-        if (_registrant(cls, "gradient_hessian") is not owner or defining_class(cls, "compute_gradients") is not Loss
-                or self._compiled("gradient_hessian") is None):
+        if (defining_class(cls, "gradient_hessian") is not owner or defining_class(cls, "_gradient_kernel") is not owner
+                or defining_class(cls, "compute_gradients") is not Loss):
             return None
         return name, param
 
-    def _compiled(self, method: str) -> Any:
-        """The bound compiled kernel registered for ``method`` (see :meth:`__init_subclass__`), or None.
+    def _compiled(self, method: str, kernel: str) -> Any:
+        """The bound compiled ``kernel`` that stands for ``method``, or None.
 
-        None for a user loss, and for a subclass of a built-in loss that overrides ``method``
-        below the class that registered the kernel: its own method is used instead.
+        A built-in loss defines ``kernel`` next to ``method``; a subclass that overrides
+        ``method`` below that class gets its own method used instead.
         """
         cls = type(self)
-        registrant = _registrant(cls, method)
-        owner = defining_class(cls, method)
-        if registrant is None or owner is None or not issubclass(registrant, owner):
+        kernel_owner, owner = defining_class(cls, kernel), defining_class(cls, method)
+        if kernel_owner is None or owner is None or not issubclass(kernel_owner, owner):
             return None
-        return getattr(self, _REGISTERED_KERNELS[registrant][method])
+        return getattr(self, kernel)
 
     def __repr__(self) -> str:
         params = ", ".join(f"{k}={v!r}" for k, v in vars(self).items() if not k.startswith("_"))
@@ -279,20 +258,6 @@ def check_float32_finite(name: str, values: np.ndarray) -> None:
                                  f"{_FLOAT32_MAX:g}); LightGBM takes them as float32, where they would be infinite")
 
 
-#: The Python methods a compiled kernel can stand for, and the kernels registered for them,
-#: by the class that registered them (:meth:`Loss.__init_subclass__`).
-_KERNEL_METHODS = frozenset({"gradient_hessian", "loss"})
-_REGISTERED_KERNELS: dict[type, dict[str, str]] = {}
-
-
-def _registrant(cls: type, method: str) -> type | None:
-    """The nearest class in ``cls``'s MRO that registered a compiled kernel for ``method``."""
-    for klass in cls.__mro__:
-        if method in _REGISTERED_KERNELS.get(klass, ()):
-            return klass
-    return None
-
-
 def defining_class(cls: type, name: str) -> type | None:
     """The class in ``cls``'s MRO whose body defines attribute ``name`` (None if none does)."""
     return next((c for c in cls.__mro__ if name in vars(c)), None)
@@ -328,42 +293,23 @@ def loss_buffer_arrays(raw: np.ndarray, target: Target, num_class: int) -> tuple
 
 _NO_WEIGHT = np.empty(0, dtype=np.float64)
 
-
-def one_column_gradients(loss: str, raw: np.ndarray, sign: np.ndarray, label: np.ndarray, weight: np.ndarray,
-                         param: float, grad: np.ndarray, hess: np.ndarray) -> None:
-    """Binary (``loss="binary"``, ``sign`` +-1 per row as int8) or L2 (``label``) float32
-    gradients of every row into ``grad``, ``hess`` (shape ``(n,)``).
-
-    The engine's fused pass computes them with the same kernel
-    (:func:`smart_lgbm._fused_kernels.one_column`), here without its rate-solve
-    statistics: one kernel for a new environment to compile, not two, and the same bits.
-    """
-    from .. import _fused_kernels as fk
-    from ..samplers import compiled
-
-    n = raw.shape[0]
-    nb = (n + compiled.BLOCK - 1) // compiled.BLOCK
-    code = fk.BINARY if loss == "binary" else fk.L2
-    for_blocks(fk.one_column, nb, n, n, raw, code, sign, label, weight, param, grad.reshape(n), hess.reshape(n),
-               compiled.STATS_NONE, 0, *_NO_STATISTICS)
-
-
-#: The (unused) statistics arrays of :func:`one_column_gradients`, typed as the fused pass's.
-_NO_STATISTICS = (np.empty(0), np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0), np.empty((0, 2)))
-_NO_SIGN = np.empty(0, dtype=np.int8)
-
-
-def run_rows(kernel: Any, raw: np.ndarray, *args: Any) -> None:
-    """``kernel(b0, b1, raw, *args)`` of :mod:`._kernels` over every row of ``raw``, in
-    blocks of ``ROW_BLOCK`` rows on threads (:func:`smart_lgbm._threads.for_blocks`)."""
-    from . import _kernels
-
-    n = raw.shape[0]
-    for_blocks(kernel, (n + _kernels.ROW_BLOCK - 1) // _kernels.ROW_BLOCK, raw.size, raw, *args)
-
 #: LightGBM's ``kEpsilon`` (include/LightGBM/meta.h): the *float* literal ``1e-15f``, so the
 #: clamps of its initial scores use float32(1e-15) = 1.0000000036274937e-15, not 1e-15.
 K_EPSILON = float(np.float32(1e-15))
+
+
+@numba.njit(cache=True)
+def _row_by_row_sums(values: np.ndarray, weight: np.ndarray) -> tuple[float, float]:  # pragma: no cover - compiled
+    suml = 0.0
+    sumw = 0.0
+    if weight.shape[0] == 0:
+        for i in range(values.shape[0]):
+            suml += values[i]
+        return suml, float(values.shape[0])
+    for i in range(values.shape[0]):
+        suml += values[i] * weight[i]
+        sumw += weight[i]
+    return suml, sumw
 
 
 def weighted_sums(values: np.ndarray, weight: np.ndarray | None) -> tuple[float, float]:
@@ -374,12 +320,7 @@ def weighted_sums(values: np.ndarray, weight: np.ndarray | None) -> tuple[float,
     or BLAS sums round differently in the last bits, and those bits are the initial score
     folded into the first tree.  Without weights the second sum is the row count.
     """
-    values = np.asarray(values, dtype=np.float64).reshape(-1)
-    if values.shape[0] == 0:
-        return 0.0, 0.0
-    # np.cumsum adds strictly in order (no pairwise summation): the last partial sum is the
-    # row-by-row sum, with no kernel to compile
-    if weight is None:
-        return float(np.cumsum(values)[-1]), float(values.shape[0])
-    weight = np.asarray(weight, dtype=np.float64).reshape(-1)
-    return float(np.cumsum(values * weight)[-1]), float(np.cumsum(weight)[-1])
+    values = np.ascontiguousarray(values, dtype=np.float64)
+    weight = _NO_WEIGHT if weight is None else np.ascontiguousarray(weight, dtype=np.float64)
+    suml, sumw = _row_by_row_sums(values, weight)
+    return float(suml), float(sumw)

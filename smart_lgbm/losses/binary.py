@@ -7,13 +7,10 @@ from typing import Any
 import numpy as np
 from scipy.special import expit
 
-from .base import (K_EPSILON, Loss, Target, apply_weight, loss_buffer_arrays, one_column_gradients, run_rows,
-                   weighted_sums)
-
-_NO_LABEL = np.empty(0)
+from .base import K_EPSILON, Loss, Target, apply_weight, loss_buffer_arrays, weighted_sums
 
 
-class BinaryLogloss(Loss, kernels={"gradient_hessian": "_gradient_kernel", "loss": "_loss_kernel"}):
+class BinaryLogloss(Loss):
     """Logistic loss with LightGBM's ``sigmoid`` scale.
 
     With raw score ``F`` and ``psi = 1 / (1 + exp(-sigmoid * F))`` the loss is
@@ -86,17 +83,17 @@ class BinaryLogloss(Loss, kernels={"gradient_hessian": "_gradient_kernel", "loss
         return apply_weight(response, target.weight), apply_weight(hess, target.weight)
 
     def _gradient_kernel(self, raw: np.ndarray, target: Target, grad: np.ndarray, hess: np.ndarray) -> None:
+        from . import _kernels  # numba loads on first use
+
         raw, label, weight = loss_buffer_arrays(raw, target, 1)
-        if "binary_sign" not in target.cache:  # the label as the fused pass reads it: one byte per row
-            target.cache["binary_sign"] = np.where(label > 0.0, 1, -1).astype(np.int8)
-        one_column_gradients("binary", raw, target.cache["binary_sign"], _NO_LABEL, weight, self.sigmoid, grad, hess)
+        _kernels.binary_gradients(raw, label, weight, self.sigmoid, grad, hess)
 
     def _loss_kernel(self, raw: np.ndarray, target: Target, out: np.ndarray) -> None:
         """Per-row ``log(1 + exp(-sign * sigmoid * raw))`` (sign = +-1 for label 1/0), weighted."""
         from . import _kernels
 
         raw, label, weight = loss_buffer_arrays(raw, target, 1)
-        run_rows(_kernels.binary_loss, raw, label, weight, self.sigmoid, out)
+        _kernels.binary_loss(raw, label, weight, self.sigmoid, out)
 
     def transform(self, raw: np.ndarray) -> np.ndarray:
         return expit(self.sigmoid * raw)

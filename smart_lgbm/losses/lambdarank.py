@@ -13,11 +13,11 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+import numba
 import numpy as np
 
-from .._threads import for_blocks
-from . import _lambdarank_kernels as _k
 from ._ranking import check_group, check_label_gain, check_ranking_labels
+from . import _lambdarank_kernels as _k
 from .base import Loss, Target
 
 #: Truncation level used by :meth:`LambdaRank.plain`: LightGBM's largest ``int``, so every
@@ -25,9 +25,10 @@ from .base import Loss, Target
 #: max DCG runs over the whole query.
 NO_TRUNCATION = 2**31 - 1
 
-# Queries are split into at most this many blocks of similar pair cost, each thread taking
-# an equal run of them (smart_lgbm._threads.for_blocks), so threads stay balanced when
-# query sizes vary by orders of magnitude (MSLR: 1 to 1,000+).
+# Queries are split into at most this many blocks of similar pair cost, handed to the
+# threads one block at a time (numba.parallel_chunksize(1)), so threads stay balanced when
+# query sizes vary by orders of magnitude (MSLR: 1 to 1,000+) or a core is shared with
+# other work -- the role of LightGBM's OpenMP schedule(guided).
 _MAX_CHUNKS = 256
 
 _sigmoid_tables: dict[float, tuple[np.ndarray, float, float, float]] = {}
@@ -47,15 +48,6 @@ def _discounts(n: int) -> np.ndarray:
     if _discount.shape[0] < n:
         _discount = _k.discount_table(max(n, 10_000))
     return _discount
-
-
-def _inverse_max_dcgs(labels: np.ndarray, boundaries: np.ndarray, gains: np.ndarray, discount: np.ndarray,
-                      k: int) -> np.ndarray:
-    """Per query ``1 / maxDCG@k`` (0 when maxDCG is 0), as LambdarankNDCG::Init."""
-    nq = boundaries.shape[0] - 1
-    out = np.zeros(nq, dtype=np.float64)
-    for_blocks(_k.inverse_max_dcgs, nq, labels.shape[0], labels, boundaries, gains, discount, k, out)
-    return out
 
 
 def _cost_chunks(sizes: np.ndarray, truncation: int) -> np.ndarray:
@@ -94,7 +86,7 @@ def _kept_orders(target: Target) -> _KeptOrders:
     return kept
 
 
-class LambdaRank(Loss, kernels={"gradient_hessian": "_gradient_kernel", "loss": "_loss_kernel"}):
+class LambdaRank(Loss):
     """LambdaRank with NDCG (LambdaMART), identical to LightGBM's ``lambdarank`` objective.
 
     For each query, documents are sorted by score (descending, ties in input order).
@@ -210,7 +202,7 @@ class LambdaRank(Loss, kernels={"gradient_hessian": "_gradient_kernel", "loss": 
             "gains": gains,
             "boundaries": boundaries,
             "discount": discount,
-            "inv_max_dcg": _inverse_max_dcgs(labels, boundaries, gains, discount, self.truncation_level),
+            "inv_max_dcg": _k.inverse_max_dcgs(labels, boundaries, gains, discount, self.truncation_level),
             "weight32": weight32,
             "chunks": _cost_chunks(sizes, self.truncation_level),
         }
@@ -237,14 +229,13 @@ class LambdaRank(Loss, kernels={"gradient_hessian": "_gradient_kernel", "loss": 
         score = self._scores(raw, target)
         table, min_in, max_in, factor = _sigmoid_table(self.sigmoid)
         kept = _kept_orders(target)
-        chunks = prep["chunks"]
-        for_blocks(
-            _k.lambdarank_gradients_kept, chunks.shape[0] - 1, target.num_rows,
-            score, prep["labels"], prep["gains"], prep["boundaries"], prep["inv_max_dcg"],
-            prep["discount"], table, min_in, max_in, factor, self.sigmoid,
-            self.truncation_level, self.norm, prep["weight32"], chunks,
-            kept.orders, kept.filled, grad, hess,
-        )
+        with numba.parallel_chunksize(1):
+            _k.lambdarank_gradients_kept(
+                score, prep["labels"], prep["gains"], prep["boundaries"], prep["inv_max_dcg"],
+                prep["discount"], table, min_in, max_in, factor, self.sigmoid,
+                self.truncation_level, self.norm, prep["weight32"], prep["chunks"],
+                kept.orders, kept.filled, grad, hess,
+            )
         kept.filled = True
 
     def loss(self, raw: np.ndarray, target: Target) -> np.ndarray:
@@ -260,12 +251,11 @@ class LambdaRank(Loss, kernels={"gradient_hessian": "_gradient_kernel", "loss": 
     def _loss_kernel(self, raw: np.ndarray, target: Target, out: np.ndarray) -> None:
         prep = self._prepared(target)
         score = self._scores(raw, target)
-        chunks = prep["chunks"]
-        for_blocks(
-            _k.lambdarank_pair_loss, chunks.shape[0] - 1, target.num_rows,
-            score, prep["labels"], prep["gains"], prep["boundaries"], prep["inv_max_dcg"],
-            prep["discount"], self.sigmoid, self.truncation_level, chunks, out,
-        )
+        with numba.parallel_chunksize(1):
+            _k.lambdarank_pair_loss(
+                score, prep["labels"], prep["gains"], prep["boundaries"], prep["inv_max_dcg"],
+                prep["discount"], self.sigmoid, self.truncation_level, prep["chunks"], out,
+            )
         if target.weight is not None:
             out *= target.weight
 

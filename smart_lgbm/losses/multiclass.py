@@ -7,10 +7,10 @@ from typing import Any
 import numpy as np
 from scipy.special import softmax
 
-from .base import K_EPSILON, Loss, Target, apply_weight, loss_buffer_arrays, run_rows, weighted_sums
+from .base import K_EPSILON, Loss, Target, apply_weight, loss_buffer_arrays, weighted_sums
 
 
-class MulticlassSoftmax(Loss, kernels={"gradient_hessian": "_gradient_kernel", "loss": "_loss_kernel"}):
+class MulticlassSoftmax(Loss):
     """Multinomial log-loss on K raw scores per row.
 
     ``g_ik = p_ik - [y_i = k]`` and ``h_ik = K / (K - 1) * p_ik (1 - p_ik)``, LightGBM's
@@ -87,14 +87,14 @@ class MulticlassSoftmax(Loss, kernels={"gradient_hessian": "_gradient_kernel", "
         from . import _kernels  # numba loads on first use
 
         raw, label, weight = loss_buffer_arrays(raw, target, self.num_class)
-        run_rows(_kernels.softmax_gradients, raw, label, weight, self._factor, grad, hess)
+        _kernels.softmax_gradients(raw, label, weight, self._factor, grad, hess)
 
     def _loss_kernel(self, raw: np.ndarray, target: Target, out: np.ndarray) -> None:
         """Per-row ``-log softmax(raw)[label]``, weighted."""
         from . import _kernels
 
         raw, label, weight = loss_buffer_arrays(raw, target, self.num_class)
-        run_rows(_kernels.softmax_loss, raw, label, weight, out)
+        _kernels.softmax_loss(raw, label, weight, out)
 
     def transform(self, raw: np.ndarray) -> np.ndarray:
         return softmax(raw, axis=1)

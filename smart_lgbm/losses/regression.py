@@ -6,10 +6,10 @@ from typing import Any
 
 import numpy as np
 
-from .base import _NO_SIGN, Loss, Target, loss_buffer_arrays, one_column_gradients, run_rows, weighted_sums
+from .base import Loss, Target, loss_buffer_arrays, weighted_sums
 
 
-class SquaredError(Loss, kernels={"gradient_hessian": "_gradient_kernel", "loss": "_loss_kernel"}):
+class SquaredError(Loss):
     """``0.5 * (F - y)^2``: ``g = F - y``, ``h = 1`` (LightGBM's L2 regression).
 
     Parameters
@@ -49,15 +49,17 @@ class SquaredError(Loss, kernels={"gradient_hessian": "_gradient_kernel", "loss"
         return grad, weight32.astype(np.float64)
 
     def _gradient_kernel(self, raw: np.ndarray, target: Target, grad: np.ndarray, hess: np.ndarray) -> None:
+        from . import _kernels  # numba loads on first use
+
         raw, label, weight = loss_buffer_arrays(raw, target, 1)
-        one_column_gradients("l2", raw, _NO_SIGN, label, weight, 0.0, grad, hess)
+        _kernels.l2_gradients(raw, label, weight, grad, hess)
 
     def _loss_kernel(self, raw: np.ndarray, target: Target, out: np.ndarray) -> None:
         """Per-row ``0.5 * (raw - label)**2``, weighted."""
         from . import _kernels
 
         raw, label, weight = loss_buffer_arrays(raw, target, 1)
-        run_rows(_kernels.l2_loss, raw, label, weight, out)
+        _kernels.l2_loss(raw, label, weight, out)
 
     def _fused_loss(self) -> tuple[str, float] | None:
         return self._fused_as(SquaredError, "l2", 0.0)

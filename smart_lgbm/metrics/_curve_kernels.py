@@ -8,11 +8,11 @@ in parallel and the result does not depend on the number of threads.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 
-@njit(nogil=True, cache=True)
-def auc_mu_pair_sums(p0, p1, pairs, raw, members, offsets, weight, class_weights, k_epsilon, out):
+@njit(parallel=True, cache=True)
+def auc_mu_pair_sums(raw, members, offsets, weight, class_weights, k_epsilon):
     """LightGBM's ``AucMuMetric`` sums ``S[i, j]`` for every pair of classes ``i < j``.
 
     ``members[offsets[c]:offsets[c + 1]]`` are the rows of class ``c``.  For the pair
@@ -22,11 +22,18 @@ def auc_mu_pair_sums(p0, p1, pairs, raw, members, offsets, weight, class_weights
     order, as LightGBM does).  Rows are ranked by distance, class ``j`` first among equal
     distances; every class-``i`` row then adds its weight times the weight of the class-``j``
     rows ranked before it, counting the class-``j`` rows within ``k_epsilon`` of the most
-    recent class-``j`` distance half.  Pairs ``pairs[p0:p1]`` (rows ``(i, j)``) into
-    ``out[i, j]``.
+    recent class-``j`` distance half.
     """
     n_class = offsets.shape[0] - 1
-    for p in range(p0, p1):
+    pairs = np.empty((n_class * (n_class - 1) // 2, 2), dtype=np.int64)
+    p = 0
+    for i in range(n_class):
+        for j in range(i + 1, n_class):
+            pairs[p, 0] = i
+            pairs[p, 1] = j
+            p += 1
+    out = np.zeros((n_class, n_class), dtype=np.float64)
+    for p in prange(pairs.shape[0]):
         i = pairs[p, 0]
         j = pairs[p, 1]
         v = class_weights[i] - class_weights[j]
@@ -64,3 +71,4 @@ def auc_mu_pair_sums(p0, p1, pairs, raw, members, offsets, weight, class_weights
                     last_j_dist = d
                     num_current_j = w
         out[i, j] = s
+    return out

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import math
 
-from numba import njit
+import numpy as np
+from numba import njit, prange
 
 
-@njit(nogil=True, cache=True)
-def logf(values, out):
-    """``logf`` of every entry of a float32 array into ``out`` (float32).  Once per data
-    set, when a metric is set up: serial."""
-    for i in range(values.shape[0]):
+@njit(parallel=True, cache=True)
+def logf(values):
+    """``logf`` of every entry of a float32 array (float32 results)."""
+    out = np.empty_like(values)
+    for i in prange(values.shape[0]):
         out[i] = math.log(values[i])
+    return out

@@ -10,7 +10,7 @@ LambdaRank kernel (``std::stable_sort`` with ``score[a] > score[b]``: ties keep 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from ..losses._lambdarank_kernels import max_dcg_at, stable_sort_desc
 
@@ -24,12 +24,14 @@ def _ranked(score, start, cnt):
     return order
 
 
-@njit(nogil=True, cache=True)
-def ndcg_per_query(q0, q1, score, labels, boundaries, gains, discount, ks, k_min, out):
-    """Per query ``q0 <= q < q1`` and k: NDCG into ``out[q]``, or -1.0 marking a query
-    without relevant documents (``k_min``: the smallest of ``ks``)."""
+@njit(parallel=True, cache=True)
+def ndcg_per_query(score, labels, boundaries, gains, discount, ks):
+    """Per query and k: NDCG, or -1.0 marking a query without relevant documents."""
+    nq = boundaries.shape[0] - 1
     nk = ks.shape[0]
-    for q in range(q0, q1):
+    out = np.empty((nq, nk), dtype=np.float64)
+    k_min = ks.min()
+    for q in prange(nq):
         start = boundaries[q]
         cnt = boundaries[q + 1] - start
         lab = labels[start:start + cnt]
@@ -45,18 +47,20 @@ def ndcg_per_query(q0, q1, score, labels, boundaries, gains, discount, ks, k_min
             ideal = max_dcg_at(ks[t], lab, gains, discount)
             # LightGBM stores -1 as the inverse of a non-positive ideal DCG.
             out[q, t] = dcg * (1.0 / ideal if ideal > 0.0 else -1.0)
+    return out
 
 
-@njit(nogil=True, cache=True)
-def map_per_query(q0, q1, score, relevant, boundaries, ks, out):
-    """Per query ``q0 <= q < q1`` and k (``ks`` ascending): average precision at k into
-    ``out[q]``, as ``MapMetric::CalMapAtK``.
+@njit(parallel=True, cache=True)
+def map_per_query(score, relevant, boundaries, ks):
+    """Per query and k (``ks`` ascending): average precision at k, as ``MapMetric::CalMapAtK``.
 
     A query without relevant documents scores 1.  The precision at rank ``j`` divides by
     ``j + 1.0f``, a float32 in LightGBM, which is exact for every position below 2**24.
     """
+    nq = boundaries.shape[0] - 1
     nk = ks.shape[0]
-    for q in range(q0, q1):
+    out = np.empty((nq, nk), dtype=np.float64)
+    for q in prange(nq):
         start = boundaries[q]
         cnt = boundaries[q + 1] - start
         npos = 0
@@ -75,6 +79,7 @@ def map_per_query(q0, q1, score, relevant, boundaries, ks, out):
                     sum_ap += num_hit / (j + 1.0)
             out[q, t] = sum_ap / min(npos, k) if npos > 0 else 1.0
             left = max(left, k)
+    return out
 
 
 @njit(cache=True)

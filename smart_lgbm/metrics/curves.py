@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._threads import for_blocks
 from ..losses.base import Target
 from .pointwise import K_EPSILON
 
@@ -98,11 +97,8 @@ def auc_mu(raw: np.ndarray, target: Target, class_weights: np.ndarray) -> float:
     members = np.argsort(labels, kind="stable")
     offsets = np.searchsorted(labels[members], np.arange(num_class + 1)).astype(np.int64)
     weight = np.ones(labels.shape[0]) if target.weight is None else np.asarray(target.weight, dtype=np.float64)
-    pairs = np.array([(i, j) for i in range(num_class) for j in range(i + 1, num_class)], dtype=np.int64)
-    s = np.zeros((num_class, num_class))
-    for_blocks(auc_mu_pair_sums, pairs.shape[0], labels.shape[0] * (num_class - 1), pairs,
-               np.ascontiguousarray(raw, dtype=np.float64), members.astype(np.int64), offsets, weight,
-               np.ascontiguousarray(class_weights, dtype=np.float64), K_EPSILON, s)
+    s = auc_mu_pair_sums(np.ascontiguousarray(raw, dtype=np.float64), members.astype(np.int64), offsets,
+                         weight, np.ascontiguousarray(class_weights, dtype=np.float64), K_EPSILON)
     if target.weight is None:
         class_size = np.diff(offsets).astype(np.float64)
     else:

@@ -107,10 +107,7 @@ def gamma(pred: np.ndarray, target: Target) -> float:
         b = -_safe_log(-theta)
         # LightGBM's c = 1/psi * SafeLog(label/psi) - SafeLog(label) with psi = 1: the first
         # log is of a double, the second of the float32 label (logf), so c is not quite 0.
-        label32 = label.astype(np.float32)
-        logf_label = np.empty_like(label32)
-        logf(label32, logf_label)
-        c = np.log(label) - logf_label.astype(np.float64)
+        c = np.log(label) - logf(label.astype(np.float32)).astype(np.float64)
         values = -((label * theta - b) + c)
     return _mean(values, target.weight)
 

@@ -32,7 +32,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _ranking_kernels as _k
-from .._threads import for_blocks
 from ..losses._ranking import check_group, check_label_gain, check_ranking_labels
 from ..losses._lambdarank_kernels import discount_table
 
@@ -114,10 +113,7 @@ def ndcg_at(
     gains = check_label_gain(label_gain)
     labels = check_ranking_labels(label, gains.shape[0])
     discount = discount_table(max(int(q.sizes.max()), int(q.ks.max()), 10_000))
-    nq = q.sizes.shape[0]
-    per_query = np.empty((nq, q.ks.shape[0]))
-    for_blocks(_k.ndcg_per_query, nq, q.score.shape[0], q.score, labels, q.boundaries, gains, discount, q.ks,
-               int(q.ks.min()), per_query)
+    per_query = _k.ndcg_per_query(q.score, labels, q.boundaries, gains, discount, q.ks)
     return _mean_over_queries(per_query, q, weight, unweighted=per_query[:, 0] < 0.0)
 
 
@@ -145,11 +141,8 @@ def map_at(
     q = _queries(raw, label, group, ks)
     relevant = np.asarray(label, dtype=np.float64) > 0.5
     order = np.argsort(q.ks, kind="stable")  # the kernel walks the cut-offs in ascending order
-    nq = q.sizes.shape[0]
-    per_query = np.empty((nq, q.ks.shape[0]))
-    ascending = np.empty_like(per_query)
-    for_blocks(_k.map_per_query, nq, q.score.shape[0], q.score, relevant, q.boundaries, q.ks[order], ascending)
-    per_query[:, order] = ascending
+    per_query = np.empty((q.sizes.shape[0], q.ks.shape[0]))
+    per_query[:, order] = _k.map_per_query(q.score, relevant, q.boundaries, q.ks[order])
     return _mean_over_queries(per_query, q, weight)
 
 

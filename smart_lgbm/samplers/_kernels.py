@@ -9,8 +9,7 @@ Conventions shared by every kernel:
   engine, float64 from user code); ``n`` is passed explicitly, so kernels that read a
   float64 importance buffer ``buf`` instead can take empty ``(0, 1)`` arrays for them.
 * ``kind`` selects the importance ``s_i`` a kernel recomputes from the row on the fly (no
-  n-sized importance array is kept; the kernels receive it as its marker, see
-  :func:`_score_of_kind`): ``FIRST`` ``|g_i|`` (Euclidean norm over K),
+  n-sized importance array is kept): ``FIRST`` ``|g_i|`` (Euclidean norm over K),
   ``SECOND`` ``sum_k h_ik``, ``MVS`` ``sqrt(|g_i|^2 + lam |h_i|^2)``, ``BUFFER``
   ``buf[i]``, ``CONST`` 1.
 * ``p_i = min(1, rho * t_i)`` with ``t_i = (s_i * c1) * c2``: ``c1 * c2`` is a power of two
@@ -20,11 +19,6 @@ Conventions shared by every kernel:
   ``HIST_BLOCK`` rows per block, independent of the thread count), each block summed in row
   order and the blocks combined in block order: results are bit-identical for any number
   of threads.
-* The all-rows kernels are serial over a range of blocks ``[b0, b1)`` and release the GIL;
-  their fronts (:mod:`.compiled`) allocate the per-block outputs and run the blocks on
-  threads (:func:`smart_lgbm._threads.for_blocks`).  ``kind`` arrives as its marker
-  (``compiled.KIND_MARKERS``): a kernel is compiled once for each importance kind it is
-  used with, and only that kind's code.
 * Randomness is counter-based: row ``i``'s uniform is SplitMix64's output for ``key`` and
   counter ``i + 1`` (:func:`uniform`), so a draw depends on ``(key, i, p_i)`` only.
 """
@@ -34,11 +28,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import errors, njit
-from numba.np.numpy_support import from_dtype
-from numba.extending import overload
+from numba import njit, prange
 
-from .compiled import BLOCK, BUFFER, CONST, FIRST, FIT_ANCHOR, FIT_REGULARISED, KIND_MARKERS, MVS, SECOND
+from .compiled import BLOCK, BUFFER, CONST, FIRST, FIT_ANCHOR, FIT_REGULARISED, SECOND
 #: Rows per block of the histogram kernels (their per-block tables are larger).
 HIST_BLOCK = 65536
 
@@ -88,74 +80,25 @@ def _row_weight(h, i):
     return acc
 
 
-def _score(kind, g, h, buf, lam, i):  # pragma: no cover - compiled code calls the overload below
-    """Row ``i``'s importance of kind ``kind`` (module notes); ``kind`` is its marker."""
-    raise NotImplementedError
-
-
-# The importance of each kind as the kernels compute it (``_score``).  (The overload
-# below is not inlined at numba's level: inlined, its loops tripped numba's SSA checks.
-# LLVM inlines it: the kernels' code calls no importance function.)
-def _first_of(kind, g, h, buf, lam, i):
+@njit(cache=True, inline="always")
+def _score(kind, g, h, buf, lam, i):
+    if kind == BUFFER:
+        return buf[i]
+    if kind == CONST:
+        return 1.0
     num_class = g.shape[1]
-    if num_class == 1:
-        return abs(np.float64(g[i, 0]))
-    acc = 0.0
-    for k in range(num_class):
-        v = np.float64(g[i, k])
-        acc += v * v
-    return math.sqrt(acc)
-
-
-def _second_of(kind, g, h, buf, lam, i):  # _row_weight's sum, in column order
-    acc = np.float64(h[i, 0])
-    for k in range(1, h.shape[1]):
-        acc += np.float64(h[i, k])
-    return acc
-
-
-def _mvs_of(kind, g, h, buf, lam, i):  # _squares's sums
-    gg = 0.0
-    hh = 0.0
-    for k in range(g.shape[1]):
-        gv = np.float64(g[i, k])
-        hv = np.float64(h[i, k])
-        gg += gv * gv
-        hh += hv * hv
+    if kind == FIRST:
+        if num_class == 1:
+            return abs(np.float64(g[i, 0]))
+        acc = 0.0
+        for k in range(num_class):
+            v = np.float64(g[i, k])
+            acc += v * v
+        return math.sqrt(acc)
+    if kind == SECOND:
+        return _row_weight(h, i)
+    gg, hh = _squares(g, h, i)  # MVS
     return math.sqrt(gg + lam * hh)
-
-
-def _buffer_of(kind, g, h, buf, lam, i):
-    return buf[i]
-
-
-def _const_of(kind, g, h, buf, lam, i):
-    return 1.0
-
-
-_KIND_OF_MARKER = {from_dtype(marker.dtype): kind for kind, marker in KIND_MARKERS.items()}
-_SCORES = {kind: njit(cache=True, inline="always")(fn) for kind, fn in
-           ((FIRST, _first_of), (SECOND, _second_of), (MVS, _mvs_of), (BUFFER, _buffer_of), (CONST, _const_of))}
-#: FirstOrder's and SecondOrder's importances, for the fused pass (:mod:`smart_lgbm._fused_kernels`) too.
-_first, _second = _SCORES[FIRST], _SCORES[SECOND]
-
-
-@overload(_score)
-def _score_of_kind(kind, g, h, buf, lam, i):
-    """Only the code of the kernel's own ``kind`` is compiled: the kernels receive the kind
-    as its marker (``compiled.KIND_MARKERS``, a zero-length array whose dtype names the
-    kind), so numba compiles each kernel once per kind it is used with (a run's sampler
-    uses one or two), a type like any other (cached, dispatched as fast), and only that
-    kind's code, not every kind's branch."""
-    kind_of = _KIND_OF_MARKER.get(getattr(kind, "dtype", None))
-    if kind_of is None:
-        raise errors.TypingError(f"_score needs a kind marker (compiled.KIND_MARKERS), got {kind}")
-    score = _SCORES[kind_of]
-
-    def impl(kind, g, h, buf, lam, i):
-        return score(kind, g, h, buf, lam, i)
-
-    return impl
 
 
 @njit(cache=True, inline="always")
@@ -165,6 +108,17 @@ def _prob(s, c1, c2, rho):
         return 0.0
     p = rho * t
     return 1.0 if p >= 1.0 else p
+
+
+@njit(cache=True, inline="always")
+def _columns_in_order(table):
+    """Column sums of a per-block table ``(n_blocks, m)``, adding the blocks in block order:
+    the fixed order that makes every reduction independent of the thread count."""
+    out = np.zeros(table.shape[1], dtype=table.dtype)
+    for b in range(table.shape[0]):
+        for j in range(table.shape[1]):
+            out[j] += table[b, j]
+    return out
 
 
 @njit(cache=True)
@@ -189,20 +143,19 @@ def norm_row(g, h, i):
 @njit(cache=True)
 def norm_totals(sums):
     """``(sum |g|, sum |h|)`` from the per-block sums ``(n_blocks, 2)``, in block order."""
-    g_sum = 0.0
-    h_sum = 0.0
-    for b in range(sums.shape[0]):
-        g_sum += sums[b, 0]
-        h_sum += sums[b, 1]
-    return g_sum, h_sum
+    total = _columns_in_order(sums)
+    return total[0], total[1]
 
 
-@njit(nogil=True, cache=True)
-def norm_sums(b0, b1, n, g, h, sums):
-    """Blocks ``[b0, b1)`` of ``sums[b] = (sum |g_i|, sum |h_i|)`` (Euclidean norms over K)
-    for MVS's automatic lambda, each ``BLOCK`` of rows summed in row order (the fused pass,
+@njit(parallel=True, cache=True)
+def norm_sums(n, g, h):
+    """``(sum_i |g_i|, sum_i |h_i|)`` (Euclidean norms over K), for MVS's automatic lambda.
+
+    Each ``BLOCK`` of rows is summed in row order (the fused pass,
     :mod:`smart_lgbm._fused_kernels`, forms the same per-block sums)."""
-    for b in range(b0, b1):
+    nb = (n + BLOCK - 1) // BLOCK
+    sums = np.zeros((nb, 2))
+    for b in prange(nb):
         ga = 0.0
         ha = 0.0
         for i in range(b * BLOCK, min(n, (b + 1) * BLOCK)):
@@ -211,6 +164,7 @@ def norm_sums(b0, b1, n, g, h, sums):
             ha += c
         sums[b, 0] = ga
         sums[b, 1] = ha
+    return norm_totals(sums)
 
 
 @njit(cache=True, inline="always")
@@ -223,19 +177,49 @@ def scan_row(s, mx, pos, bad, acc):
             acc + (s if ok else 0.0))
 
 
-@njit(nogil=True, cache=True)
-def scan(b0, b1, kind, n, g, h, buf, lam, want_sum, plain, bmax, bpos, bbad, bexp, bsum):
-    """One pass over the importances of blocks ``[b0, b1)``: each block's largest
-    importance, positive and bad (NaN, infinite or negative) counts, and (if ``want_sum``)
-    its sum, scaled by ``2**-bexp[b]``; :func:`smart_lgbm.samplers.compiled.scan_totals`
-    combines them.
+@njit(cache=True)
+def scan_totals(bmax, bpos, bbad, bexp, bsum, want_sum):
+    """:func:`scan`'s answer from its per-block values, combined in block order.
 
+    Shared with the fused pass, which forms the per-block values of plain importances
+    (``bexp`` 0) while it computes the gradients.
+    """
+    nb = bmax.shape[0]
+    smax = 0.0
+    n_pos = 0
+    n_bad = 0
+    for b in range(nb):
+        smax = max(smax, bmax[b])
+        n_pos += bpos[b]
+        n_bad += bbad[b]
+    exponent = math.frexp(smax)[1] if smax > 0.0 else 0
+    total = 0.0
+    if want_sum and n_bad == 0:
+        for b in range(nb):
+            if bmax[b] > 0.0:
+                total += math.ldexp(bsum[b], bexp[b] - exponent)  # bexp is 0 when plain
+    return smax, n_pos, n_bad, exponent, total
+
+
+@njit(parallel=True, cache=True)
+def scan(kind, n, g, h, buf, lam, want_sum, plain):
+    """One pass over the importances.
+
+    Returns ``(smax, n_pos, n_bad, exponent, total)``: the largest importance, how many are
+    positive, how many are NaN, infinite or negative, the exponent ``e`` with
+    ``smax = f * 2**e``, ``f`` in [0.5, 1), and (if ``want_sum``) ``sum_i s_i * 2**-e``.
     Each block scales its own sum by its own largest power of two, so no sum overflows or
     loses bits to underflow whatever the scale of the importances; with ``plain`` (the
     importances are float32 values, or sums or norms of a few: their float64 sum can neither
     overflow nor lose them to underflow) each block sums in the same pass instead.
     """
-    for b in range(b0, b1):
+    nb = (n + BLOCK - 1) // BLOCK
+    bmax = np.zeros(nb)
+    bpos = np.zeros(nb, np.int64)
+    bbad = np.zeros(nb, np.int64)
+    bexp = np.zeros(nb, np.int64)
+    bsum = np.zeros(nb)
+    for b in prange(nb):
         lo = b * BLOCK
         hi = min(n, lo + BLOCK)
         mx = 0.0
@@ -259,6 +243,7 @@ def scan(b0, b1, kind, n, g, h, buf, lam, want_sum, plain, bmax, bpos, bbad, bex
                     acc += (s * c1) * c2
             bexp[b] = e
             bsum[b] = acc
+    return scan_totals(bmax, bpos, bbad, bexp, bsum, want_sum)
 
 
 @njit(cache=True, inline="always")
@@ -281,17 +266,20 @@ def bucket_edges(j):
     return (0.5 + sub / (2.0 * SUB)) * scale, (0.5 + (sub + 1) / (2.0 * SUB)) * scale
 
 
-@njit(nogil=True, cache=True)
-def scaled_histogram(b0, b1, kind, n, g, h, buf, lam, c1, c2, cnt, sm):
-    """Count and sum of the scaled importances ``t`` per bucket (see :func:`_bucket`), per
-    block of ``HIST_BLOCK`` rows ``[b0, b1)`` into zeroed ``cnt[b]``, ``sm[b]``."""
-    for b in range(b0, b1):
+@njit(parallel=True, cache=True)
+def scaled_histogram(kind, n, g, h, buf, lam, c1, c2):
+    """Count and sum of the scaled importances ``t`` per bucket (see :func:`_bucket`)."""
+    nb = (n + HIST_BLOCK - 1) // HIST_BLOCK
+    cnt = np.zeros((nb, NBUCKET + 1), np.int64)
+    sm = np.zeros((nb, NBUCKET + 1))
+    for b in prange(nb):
         for i in range(b * HIST_BLOCK, min(n, (b + 1) * HIST_BLOCK)):
             t = (_score(kind, g, h, buf, lam, i) * c1) * c2
             if t > 0.0:  # (a positive importance 2**1074 times below the largest underflows to 0)
                 j = _bucket(t)
                 cnt[b, j] += 1
                 sm[b, j] += t
+    return _columns_in_order(cnt), _columns_in_order(sm)
 
 
 @njit(cache=True)
@@ -325,11 +313,13 @@ def bracket(count, total, m):
     return (m - capped) / free_sum, capped, free_sum, False
 
 
-@njit(nogil=True, cache=True)
-def cap_round(b0, b1, kind, n, g, h, buf, lam, c1, c2, rho, bcap, bsum):
-    """Per block ``[b0, b1)`` at ``rho``: ``bcap[b]`` rows with ``rho t >= 1`` and ``bsum[b]``
-    the sum of the other ``t``."""
-    for b in range(b0, b1):
+@njit(parallel=True, cache=True)
+def cap_round(kind, n, g, h, buf, lam, c1, c2, rho):
+    """``(capped, free_sum)`` at ``rho``: rows with ``rho t >= 1`` and the sum of the other ``t``."""
+    nb = (n + BLOCK - 1) // BLOCK
+    bcap = np.zeros((nb, 1), np.int64)
+    bsum = np.zeros((nb, 1))
+    for b in prange(nb):
         count = 0
         acc = 0.0
         for i in range(b * BLOCK, min(n, (b + 1) * BLOCK)):
@@ -339,8 +329,9 @@ def cap_round(b0, b1, kind, n, g, h, buf, lam, c1, c2, rho, bcap, bsum):
             capped = rho * t >= 1.0  # (t = 0 is never capped: rho is finite here)
             count += np.int64(capped)
             acc += 0.0 if capped else t
-        bcap[b] = count
-        bsum[b] = acc
+        bcap[b, 0] = count
+        bsum[b, 0] = acc
+    return _columns_in_order(bcap)[0], _columns_in_order(bsum)[0]
 
 
 @njit(cache=True)
@@ -369,27 +360,29 @@ def sorted_rho(kind, n, g, h, buf, lam, c1, c2, m):
     return best
 
 
-@njit(nogil=True, cache=True)
-def probabilities(b0, b1, kind, n, g, h, buf, lam, c1, c2, rho, out):
-    """``p_i`` of the rows of blocks ``[b0, b1)`` into ``out`` (for the public ``probabilities`` methods)."""
-    for i in range(b0 * BLOCK, min(n, b1 * BLOCK)):
+@njit(parallel=True, cache=True)
+def probabilities(kind, n, g, h, buf, lam, c1, c2, rho, out):
+    """``p_i`` of every row into ``out`` (for the public ``probabilities`` methods)."""
+    for i in prange(n):
         out[i] = _prob(_score(kind, g, h, buf, lam, i), c1, c2, rho)
 
 
-@njit(nogil=True, cache=True)
-def draw(b0, b1, kind, n, g, h, buf, lam, c1, c2, rho, key, scratch, counts):
-    """Bernoulli draw of blocks ``[b0, b1)``: block ``b``'s drawn rows go, in order, to
-    ``scratch[b * BLOCK:]``, their number to ``counts[b]``.
+@njit(parallel=True, cache=True)
+def draw(kind, n, g, h, buf, lam, c1, c2, rho, key, scratch):
+    """Bernoulli draw: block ``b``'s drawn rows go, in order, to ``scratch[b * BLOCK:]``.
 
-    Each block reads views of its own rows indexed from 0 (indexed from the block's first
-    row the loop ran slower: development run, 1M rows, one thread).
+    Returns the number drawn per block.  Each block reads views of its own rows indexed
+    from 0 (indexed from the block's first row the loop ran slower: development run, 1M
+    rows, one thread).
     """
-    for b in range(b0, b1):
+    nb = (n + BLOCK - 1) // BLOCK
+    counts = np.zeros(nb, np.int64)
+    for b in prange(nb):
         lo = b * BLOCK
         hi = min(n, lo + BLOCK)
         gb = g[lo:hi] if g.shape[0] > 0 else g
         hb = h[lo:hi] if h.shape[0] > 0 else h
-        bb = buf[lo:hi] if buf.shape[0] > 0 else buf  # (a BUFFER importance: n values)
+        bb = buf[lo:hi] if kind == BUFFER else buf
         out = scratch[lo:hi]
         c = 0
         for j in range(hi - lo):
@@ -400,18 +393,20 @@ def draw(b0, b1, kind, n, g, h, buf, lam, c1, c2, rho, key, scratch, counts):
             out[c] = lo + j
             c += np.int64(drawn)
         counts[b] = c
+    return counts
 
 
-@njit(nogil=True, cache=True)
-def closest_row(b0, b1, kind, n, g, h, buf, lam, c1, c2, rho, key, best, where):
-    """Per block ``[b0, b1)``: the row minimising ``u_i / p_i`` over ``p_i > 0`` (lowest
-    index on ties) into ``where[b]`` (left at -1 if none), its ratio into ``best[b]``
-    (``inf`` on entry).
+@njit(parallel=True, cache=True)
+def closest_row(kind, n, g, h, buf, lam, c1, c2, rho, key):
+    """The row minimising ``u_i / p_i`` over ``p_i > 0`` (lowest index on ties), or -1.
 
     Used when a draw comes out empty: that row came closest to being drawn, and for small
     ``p`` it is row ``i`` with probability close to ``p_i / sum(p)``.
     """
-    for b in range(b0, b1):
+    nb = (n + BLOCK - 1) // BLOCK
+    best = np.full(nb, np.inf)
+    where = np.full(nb, -1, np.int64)
+    for b in prange(nb):
         for i in range(b * BLOCK, min(n, (b + 1) * BLOCK)):
             p = _prob(_score(kind, g, h, buf, lam, i), c1, c2, rho)
             if p > 0.0:
@@ -419,19 +414,26 @@ def closest_row(b0, b1, kind, n, g, h, buf, lam, c1, c2, rho, key, best, where):
                 if ratio < best[b]:
                     best[b] = ratio
                     where[b] = i
+    row = -1
+    value = np.inf
+    for b in range(nb):
+        if where[b] >= 0 and best[b] < value:
+            value = best[b]
+            row = where[b]
+    return row
 
 
-@njit(nogil=True, cache=True)
-def gather(b0, b1, kind, n, g, h, buf, lam, c1, c2, rho, scratch, counts, offsets, block,
+@njit(parallel=True, cache=True)
+def gather(kind, n, g, h, buf, lam, c1, c2, rho, scratch, counts, offsets, block,
            gsrc, hsrc, anchor, leaves, means, eta, fit, out_idx, out_g, out_h):
-    """Write the drawn rows of blocks ``[b0, b1)`` (``scratch``, ``counts`` per block of
-    ``block`` rows) and their reweighted fitting gradients ``g~ / p``, ``hsrc / p`` at ``offsets``.
+    """Write the drawn rows (``scratch``, ``counts`` per block of ``block`` rows) and their
+    reweighted fitting gradients ``g~ / p``, ``hsrc / p`` at ``offsets``.
 
     ``fit`` picks the fitting gradient: ``gsrc``; ``gsrc - anchor``; or SecondOrder's
     ``gsrc - anchor + eta * means[k, leaves[i, k]]``.
     """
     num_class = out_g.shape[1]
-    for b in range(b0, b1):
+    for b in prange(counts.shape[0]):
         lo = b * block
         off = offsets[b]
         for j in range(counts[b]):
@@ -448,17 +450,25 @@ def gather(b0, b1, kind, n, g, h, buf, lam, c1, c2, rho, scratch, counts, offset
                 out_h[off + j, k] = np.float64(hsrc[i, k]) * inv
 
 
-@njit(nogil=True, cache=True)
-def leaf_sums(b0, b1, values, leaves, sums, counts):
-    """Per block of ``HIST_BLOCK`` rows ``[b0, b1)``: ``sums[b, k, l]`` of ``values[:, k]``
-    and ``counts[b, k, l]`` over the rows with ``leaves[:, k] == l`` (zeroed on entry)."""
+@njit(parallel=True, cache=True)
+def leaf_means(values, leaves, n_leaves):
+    """``means[k, l]``: mean of ``values[:, k]`` over the rows with ``leaves[:, k] == l`` (0 if none)."""
     n, num_class = values.shape
-    for b in range(b0, b1):
+    nb = (n + HIST_BLOCK - 1) // HIST_BLOCK
+    sums = np.zeros((nb, num_class, n_leaves))
+    counts = np.zeros((nb, num_class, n_leaves), np.int64)
+    for b in prange(nb):
         for i in range(b * HIST_BLOCK, min(n, (b + 1) * HIST_BLOCK)):
             for k in range(num_class):
                 leaf = leaves[i, k]
                 sums[b, k, leaf] += values[i, k]
                 counts[b, k, leaf] += 1
+    total = _columns_in_order(sums.reshape(nb, num_class * n_leaves))
+    count = _columns_in_order(counts.reshape(nb, num_class * n_leaves))
+    means = np.empty(num_class * n_leaves)
+    for j in range(means.shape[0]):
+        means[j] = total[j] / max(count[j], 1)
+    return means.reshape(num_class, n_leaves)
 
 
 # ---------------------------------------------------------------- weight trimming
@@ -471,27 +481,32 @@ def _key(w, cell, cell_bits):
     return cell_bits[0]
 
 
-@njit(nogil=True, cache=True)
-def trim_histogram(b0, b1, n, h, shift_hi, prefix, shift_lo, cells, cell_bits, cnt, sm, bmin, bmax, bbad):
+@njit(parallel=True, cache=True)
+def trim_histogram(n, h, shift_hi, prefix, shift_lo):
     """Histogram of the weights ``w_i = sum_k h_ik`` whose key has ``key >> shift_hi == prefix``,
-    by the key bits ``[shift_lo, shift_hi)``, per block of ``HIST_BLOCK`` rows ``[b0, b1)``.
+    by the key bits ``[shift_lo, shift_hi)``.
 
-    Per block ``b`` (arrays zeroed, ``bmin`` at the largest int64 and ``bmax`` at -1 on
-    entry): per digit the number of rows ``cnt[b]`` and the sum of their weights ``sm[b]``,
-    the smallest and largest key in range, and the number of NaN, infinite or negative
-    weights.  ``cells`` (float64, one per block) and ``cell_bits`` (its int64 view) turn a
-    weight into its bit pattern.
+    Returns ``(count, sums, kmin, kmax, n_bad)``: per digit the number of rows and the sum
+    of their weights, the smallest and largest key in range, and the number of NaN,
+    infinite or negative weights among all rows.
     """
-    mask = (1 << (shift_hi - shift_lo)) - 1
-    for b in range(b0, b1):
-        cell = cells[b:b + 1]
-        bits = cell_bits[b:b + 1]
+    nbins = 1 << (shift_hi - shift_lo)
+    mask = nbins - 1
+    nb = (n + HIST_BLOCK - 1) // HIST_BLOCK
+    cnt = np.zeros((nb, nbins), np.int64)
+    sm = np.zeros((nb, nbins))
+    bmin = np.full(nb, np.iinfo(np.int64).max)
+    bmax = np.full(nb, -1)
+    bbad = np.zeros((nb, 1), np.int64)
+    for b in prange(nb):
+        cell = np.empty(1)
+        cell_bits = cell.view(np.int64)
         for i in range(b * HIST_BLOCK, min(n, (b + 1) * HIST_BLOCK)):
             w = _row_weight(h, i)
             if not (w >= 0.0 and not math.isinf(w)):
-                bbad[b] += 1
+                bbad[b, 0] += 1
                 continue
-            key = _key(w, cell, bits)
+            key = _key(w, cell, cell_bits)
             if (key >> shift_hi) != prefix:
                 continue
             d = (key >> shift_lo) & mask
@@ -499,35 +514,45 @@ def trim_histogram(b0, b1, n, h, shift_hi, prefix, shift_lo, cells, cell_bits, c
             sm[b, d] += w
             bmin[b] = min(bmin[b], key)
             bmax[b] = max(bmax[b], key)
+    kmin = np.iinfo(np.int64).max
+    kmax = -1
+    for b in range(nb):
+        kmin = min(kmin, bmin[b])
+        kmax = max(kmax, bmax[b])
+    return _columns_in_order(cnt), _columns_in_order(sm), kmin, kmax, _columns_in_order(bbad)[0]
 
 
-@njit(nogil=True, cache=True)
-def trim_counts(b0, b1, n, h, tau, cells, cell_bits, less, ties):
-    """Per block of ``BLOCK`` rows ``[b0, b1)``: how many weights have key below ``tau``
-    (``less[b]``) and equal to it (``ties[b]``), both zeroed on entry."""
-    for b in range(b0, b1):
-        cell = cells[b:b + 1]
-        bits = cell_bits[b:b + 1]
+@njit(parallel=True, cache=True)
+def trim_counts(n, h, tau):
+    """Per block of ``BLOCK`` rows: how many weights have key below ``tau`` and equal to it."""
+    nb = (n + BLOCK - 1) // BLOCK
+    less = np.zeros(nb, np.int64)
+    ties = np.zeros(nb, np.int64)
+    for b in prange(nb):
+        cell = np.empty(1)
+        cell_bits = cell.view(np.int64)
         for i in range(b * BLOCK, min(n, (b + 1) * BLOCK)):
-            key = _key(_row_weight(h, i), cell, bits)
+            key = _key(_row_weight(h, i), cell, cell_bits)
             if key < tau:
                 less[b] += 1
             elif key == tau:
                 ties[b] += 1
+    return less, ties
 
 
-@njit(nogil=True, cache=True)
-def trim_gather(b0, b1, n, g, h, tau, n_tied_drop, tie_start, offsets, cells, cell_bits, out_idx, out_g, out_h):
-    """Keep the rows of blocks ``[b0, b1)`` with key above ``tau`` and those with key ``tau``
-    from the ``n_tied_drop``-th on (ties in row order; ``tie_start[b]`` ties precede block ``b``)."""
+@njit(parallel=True, cache=True)
+def trim_gather(n, g, h, tau, n_tied_drop, tie_start, offsets, out_idx, out_g, out_h):
+    """Keep the rows with key above ``tau`` and those with key ``tau`` from the
+    ``n_tied_drop``-th on (ties in row order; ``tie_start[b]`` ties precede block ``b``)."""
+    nb = offsets.shape[0]
     num_class = g.shape[1]
-    for b in range(b0, b1):
-        cell = cells[b:b + 1]
-        bits = cell_bits[b:b + 1]
+    for b in prange(nb):
+        cell = np.empty(1)
+        cell_bits = cell.view(np.int64)
         rank = tie_start[b]
         at = offsets[b]
         for i in range(b * BLOCK, min(n, (b + 1) * BLOCK)):
-            key = _key(_row_weight(h, i), cell, bits)
+            key = _key(_row_weight(h, i), cell, cell_bits)
             if key < tau:
                 continue
             if key == tau:

@@ -28,22 +28,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._threads import for_blocks
-
 _EMPTY_F64 = np.empty(0, dtype=np.float64)
 
 #: Importance kinds the kernels recompute per row: ``|g_i|``, ``sum_k h_ik``, MVS's
 #: ``sqrt(|g_i|^2 + lambda |h_i|^2)``, a float64 buffer, the constant 1 (uniform).
 FIRST, SECOND, MVS, BUFFER, CONST = 0, 1, 2, 3, 4
-#: Each kind as the kernels receive it: a zero-length array whose dtype names the kind, so
-#: that numba compiles a kernel once per kind it is used with, and only that kind's code
-#: (``_kernels._score_of_kind``).
-KIND_MARKERS: dict[int, np.ndarray] = {FIRST: np.empty(0, np.int8), SECOND: np.empty(0, np.int16), MVS: np.empty(0, np.int32),
-                BUFFER: np.empty(0, np.uint8), CONST: np.empty(0, np.uint16)}
 #: LossBased's marker: the importance is the loss's per-row loss (clipped at 0), in a buffer.
 LOSS = -1
-#: The kinds a built-in sampler can register as its compiled importance.
-IMPORTANCE_KINDS = frozenset({FIRST, SECOND, MVS, LOSS})
 #: Fitting gradient of a drawn row: plain, minus the anchor, or SecondOrder's regularised one.
 FIT_PLAIN, FIT_ANCHOR, FIT_REGULARISED = 0, 1, 2
 #: Rows per block of the row-wise reductions and of the draw (the kernels' ``BLOCK``).
@@ -58,69 +49,6 @@ def _kernels():
     from . import _kernels  # numba loads on first use, not when smart_lgbm is imported
 
     return _kernels
-
-
-def _blocks(n: int, block: int = BLOCK) -> int:
-    return (n + block - 1) // block
-
-
-def _in_block_order(table: np.ndarray) -> np.ndarray:
-    """Sum of a per-block table over its first axis, the blocks added in block order (the
-    fixed order that keeps every reduction independent of the thread count)."""
-    out = np.zeros(table.shape[1:], dtype=table.dtype)
-    for row in table:
-        out += row
-    return out
-
-
-def _sum_in_order(values: np.ndarray) -> float:
-    total = 0.0
-    for v in values.tolist():
-        total += v
-    return total
-
-
-def scan_totals(bmax: np.ndarray, bpos: np.ndarray, bbad: np.ndarray, bexp: np.ndarray, bsum: np.ndarray,
-                want_sum: bool) -> tuple[float, int, int, int, float]:
-    """The scan's ``(smax, n_pos, n_bad, exponent, total)`` from its per-block values
-    (``_kernels.scan``, or the fused pass's plain ones with ``bexp`` 0), combined in block
-    order: the largest importance, how many are positive, how many are NaN, infinite or
-    negative, the exponent ``e`` with ``smax = f * 2**e``, ``f`` in [0.5, 1), and (if
-    ``want_sum``) ``sum_i s_i * 2**-e``.  (In Python: a few values per 16,384 rows, and one
-    kernel less to compile.)"""
-    smax = float(bmax.max()) if bmax.shape[0] else 0.0
-    n_pos, n_bad = int(bpos.sum()), int(bbad.sum())
-    exponent = math.frexp(smax)[1] if smax > 0.0 else 0
-    total = 0.0
-    if want_sum and n_bad == 0:
-        for mx, s, e in zip(bmax.tolist(), bsum.tolist(), bexp.tolist(), strict=True):
-            if mx > 0.0:
-                total += math.ldexp(s, e - exponent)  # e is 0 when plain
-    return max(smax, 0.0), n_pos, n_bad, exponent, total
-
-
-def _scan_blocks(imp: Importance, want_sum: bool, plain: bool) -> tuple:
-    """``_kernels.scan``'s per-block ``(bmax, bpos, bbad, bexp, bsum)`` of ``imp``."""
-    nb = _blocks(imp.n)
-    blocks = (np.zeros(nb), np.zeros(nb, np.int64), np.zeros(nb, np.int64), np.zeros(nb, np.int64), np.zeros(nb))
-    for_blocks(_kernels().scan, nb, imp.n, *imp.args(), want_sum, plain, *blocks)
-    return blocks
-
-
-def _cap_round(imp: Importance, c1: float, c2: float, rho: float) -> tuple[int, float]:
-    """``(capped, free_sum)`` at ``rho``: rows with ``rho t >= 1`` and the sum of the other ``t``."""
-    nb = _blocks(imp.n)
-    bcap, bsum = np.zeros(nb, np.int64), np.zeros(nb)
-    for_blocks(_kernels().cap_round, nb, imp.n, *imp.args(), c1, c2, rho, bcap, bsum)
-    return int(bcap.sum()), _sum_in_order(bsum)
-
-
-def _scaled_histogram(imp: Importance, c1: float, c2: float) -> tuple[np.ndarray, np.ndarray]:
-    k = _kernels()
-    nb = _blocks(imp.n, k.HIST_BLOCK)
-    cnt, sm = np.zeros((nb, k.NBUCKET + 1), np.int64), np.zeros((nb, k.NBUCKET + 1))
-    for_blocks(k.scaled_histogram, nb, imp.n, *imp.args(), c1, c2, cnt, sm)
-    return _in_block_order(cnt), _in_block_order(sm)
 
 
 class Workspace:
@@ -187,7 +115,7 @@ class Importance:
     lam: float = 0.0
 
     def args(self) -> tuple:
-        return KIND_MARKERS[self.kind], self.n, self.g, self.h, self.buf, self.lam
+        return self.kind, self.n, self.g, self.h, self.buf, self.lam
 
 
 def buffer_importance(values: np.ndarray, n: int, owner: str, g: np.ndarray | None = None,
@@ -223,12 +151,9 @@ def mvs_lambda(g: np.ndarray, h: np.ndarray, statistics: Statistics | None = Non
     ``statistics``: the fused pass's per-block sums of these ``g, h``, used instead of a pass.
     """
     if statistics is not None and statistics.norms is not None:
-        norms = statistics.norms
+        g_sum, h_sum = _kernels().norm_totals(statistics.norms)
     else:
-        n = g.shape[0]
-        norms = np.zeros((_blocks(n), 2))
-        for_blocks(_kernels().norm_sums, norms.shape[0], n, n, g, h, norms)
-    g_sum, h_sum = _kernels().norm_totals(norms)
+        g_sum, h_sum = _kernels().norm_sums(g.shape[0], g, h)
     return (g_sum / h_sum) ** 2 if h_sum > 0 else 0.0
 
 
@@ -290,11 +215,9 @@ def _scan(imp: Importance, owner: str, want_sum: bool,
     # importances computed from float32 g/h (the engine's) are summed in the same pass
     plain = imp.kind in (FIRST, SECOND) and imp.g.dtype == np.float32
     if plain and statistics is not None and statistics.kind == imp.kind and statistics.blocks is not None:
-        blocks = statistics.blocks
+        smax, n_pos, n_bad, exponent, total = _kernels().scan_totals(*statistics.blocks, want_sum)
     else:
-        blocks = _scan_blocks(imp, want_sum, plain)
-    bmax, bpos, bbad, bexp, bsum = blocks
-    smax, n_pos, n_bad, exponent, total = scan_totals(bmax, bpos, bbad, bexp, bsum, want_sum)
+        smax, n_pos, n_bad, exponent, total = _kernels().scan(*imp.args(), want_sum, plain)
     if n_bad:
         raise ValueError(f"{owner}: importance must be finite and non-negative; it has {n_bad} NaN, "
                          "infinite or negative value(s)")
@@ -328,7 +251,7 @@ def _rate_rho(imp: Importance, m: float, n_pos: int, smax: float, exponent: int,
         return c1, c2, rho
     capped = 0
     if imp.n >= _HISTOGRAM_ROWS:
-        count, sums = _scaled_histogram(imp, c1, c2)
+        count, sums = k.scaled_histogram(*imp.args(), c1, c2)
         rho, capped, _, exact = k.bracket(count, sums, m)
         if exact:
             return c1, c2, rho
@@ -338,14 +261,14 @@ def _rate_rho(imp: Importance, m: float, n_pos: int, smax: float, exponent: int,
         except OverflowError:
             guess = math.inf
         if math.isfinite(guess) and guess > rho:  # (below the cold start: that one is closer)
-            now_capped, free_sum = _cap_round(imp, c1, c2, guess)
+            now_capped, free_sum = k.cap_round(*imp.args(), c1, c2, guess)
             if now_capped < m and free_sum > 0.0:  # else the guess was far too high: start cold
                 capped = now_capped
                 rho = (m - capped) / free_sum
     for _ in range(max_rounds):
         if not math.isfinite(rho) or rho <= 0.0:
             break
-        now_capped, free_sum = _cap_round(imp, c1, c2, rho)
+        now_capped, free_sum = k.cap_round(*imp.args(), c1, c2, rho)
         if now_capped == capped or now_capped >= m:  # (the latter: rows rounded onto p = 1)
             return c1, c2, rho
         if free_sum <= 0.0:  # (rounding only)
@@ -370,10 +293,8 @@ def solve_rho_raw(importance: np.ndarray, expected_size: float, max_rounds: int)
 
 def probabilities(solution: Solution) -> np.ndarray:
     """``p_i`` of every row, shape (n,)."""
-    n = solution.importance.n
-    out = np.empty(n)
-    for_blocks(_kernels().probabilities, _blocks(n), n, *solution.importance.args(), solution.c1, solution.c2,
-               solution.rho, out)
+    out = np.empty(solution.importance.n)
+    _kernels().probabilities(*solution.importance.args(), solution.c1, solution.c2, solution.rho, out)
     return out
 
 
@@ -404,12 +325,11 @@ def draw_sample(solution: Solution, h: np.ndarray, fit: Fit, rng: np.random.Gene
     sol = (solution.c1, solution.c2, solution.rho)
     key = np.uint64(rng.bit_generator.random_raw())
     scratch = workspace.array("draw", imp.n, np.int32)
-    nb = _blocks(imp.n)
-    counts = np.zeros(nb, np.int64)
-    for_blocks(k.draw, nb, imp.n, *imp.args(), *sol, key, scratch, counts)
-    block = BLOCK
+    counts = k.draw(*imp.args(), *sol, key, scratch)
+    block = k.BLOCK
     if not counts.any():
-        scratch = np.array([_closest_row(imp, sol, key)], dtype=np.int32)
+        row = k.closest_row(*imp.args(), *sol, key)
+        scratch = np.array([row], dtype=np.int32)
         counts = np.ones(1, dtype=np.int64)
     offsets = np.zeros(counts.shape[0], dtype=np.int64)
     np.cumsum(counts[:-1], out=offsets[1:])
@@ -422,24 +342,11 @@ def draw_sample(solution: Solution, h: np.ndarray, fit: Fit, rng: np.random.Gene
     out_idx = np.empty(m, dtype=np.int32)
     out_g = np.empty((m, num_class), dtype=src.dtype)
     out_h = np.empty((m, num_class), dtype=h.dtype)
-    for_blocks(k.gather, counts.shape[0], m, *imp.args(), *sol, scratch, counts, offsets, block,
-               src, h, anchor, leaves, means, fit.eta, fit.mode, out_idx, out_g, out_h)
+    k.gather(*imp.args(), *sol, scratch, counts, offsets, block,
+             src, h, anchor, leaves, means, fit.eta, fit.mode, out_idx, out_g, out_h)
     if squeeze:
         out_g, out_h = out_g.reshape(m), out_h.reshape(m)
     return out_idx, out_g, out_h
-
-
-def _closest_row(imp: Importance, sol: tuple[float, float, float], key: np.uint64) -> int:
-    """The row minimising ``u_i / p_i`` over ``p_i > 0`` (lowest index on ties), or -1
-    (see ``_kernels.closest_row``)."""
-    nb = _blocks(imp.n)
-    best, where = np.full(nb, np.inf), np.full(nb, -1, np.int64)
-    for_blocks(_kernels().closest_row, nb, imp.n, *imp.args(), *sol, key, best, where)
-    row, value = -1, math.inf
-    for b in range(nb):  # the first block's row wins ties: the lowest index
-        if where[b] >= 0 and best[b] < value:
-            value, row = float(best[b]), int(where[b])
-    return row
 
 
 def _read_only(arr: np.ndarray) -> np.ndarray:
@@ -455,13 +362,8 @@ def leaf_means(values: np.ndarray, leaves: np.ndarray) -> np.ndarray:
     ``values`` and ``leaves`` are ``(n, K)``; sums run over a fixed block partition, so the
     means do not depend on the number of threads.
     """
-    k = _kernels()
     n_leaves = int(leaves.max()) + 1 if leaves.size else 1
-    n, num_class = values.shape
-    nb = _blocks(n, k.HIST_BLOCK)
-    sums, counts = np.zeros((nb, num_class, n_leaves)), np.zeros((nb, num_class, n_leaves), np.int64)
-    for_blocks(k.leaf_sums, nb, n, values, leaves, sums, counts)
-    return _in_block_order(sums) / np.maximum(_in_block_order(counts), 1)
+    return _kernels().leaf_means(values, leaves, n_leaves)
 
 
 def check_leaves(leaves: object, shape: tuple[int, int], owner: str, name: str = "history.leaves") -> np.ndarray:
@@ -494,23 +396,13 @@ def trim(g: np.ndarray, h: np.ndarray, alpha: float, owner: str,
     """
     k = _kernels()
     n = h.shape[0]
-    nb_hist, nb = _blocks(n, k.HIST_BLOCK), _blocks(n)
-    cells = np.empty(max(nb_hist, nb))  # one float64 per block, read back as its int64 bits
-    cell_bits = cells.view(np.int64)
     shift_hi, prefix = 63, 0
     dropped_sum = 0.0  # weights of the rows known to be dropped
     budget = None
     tied_drop = 0
     while True:
         shift_lo = max(0, shift_hi - k.DIGIT_BITS)
-        nbins = 1 << (shift_hi - shift_lo)
-        cnt, sm = np.zeros((nb_hist, nbins), np.int64), np.zeros((nb_hist, nbins))
-        bmin, bmax = np.full(nb_hist, np.iinfo(np.int64).max), np.full(nb_hist, -1, np.int64)
-        bbad = np.zeros(nb_hist, np.int64)
-        for_blocks(k.trim_histogram, nb_hist, n, n, h, shift_hi, prefix, shift_lo, cells, cell_bits, cnt, sm, bmin,
-                   bmax, bbad)
-        count, sums = _in_block_order(cnt), _in_block_order(sm)
-        kmin, kmax, n_bad = int(bmin.min()), int(bmax.max()), int(bbad.sum())
+        count, sums, kmin, kmax, n_bad = k.trim_histogram(n, h, shift_hi, prefix, shift_lo)
         if n_bad:
             raise ValueError(f"{owner}: weights (row sums of the hessian) must be finite and non-negative; "
                              f"{n_bad} are NaN, infinite or negative")
@@ -533,8 +425,7 @@ def trim(g: np.ndarray, h: np.ndarray, alpha: float, owner: str,
             tau = prefix
             tied_drop = _ties_that_fit(_value_of(tau), int(count[d]), budget - dropped_sum)
             break
-    less, ties = np.zeros(nb, np.int64), np.zeros(nb, np.int64)
-    for_blocks(k.trim_counts, nb, n, n, h, np.int64(tau), cells, cell_bits, less, ties)
+    less, ties = k.trim_counts(n, h, np.int64(tau))
     n_ties = int(ties.sum())
     tied_drop = min(tied_drop, n_ties)
     if int(less.sum()) + tied_drop >= n:  # never trim every row: keep the last in (w, i) order
@@ -550,8 +441,7 @@ def trim(g: np.ndarray, h: np.ndarray, alpha: float, owner: str,
     out_idx = np.empty(m, dtype=np.int32)
     out_g = np.empty((m, g.shape[1]), dtype=g.dtype)
     out_h = np.empty((m, h.shape[1]), dtype=h.dtype)
-    for_blocks(k.trim_gather, nb, n, n, g, h, np.int64(tau), tied_drop, tie_start, offsets, cells, cell_bits,
-               out_idx, out_g, out_h)
+    k.trim_gather(n, g, h, np.int64(tau), tied_drop, tie_start, offsets, out_idx, out_g, out_h)
     if squeeze:
         out_g, out_h = out_g.reshape(m), out_h.reshape(m)
     return out_idx, out_g, out_h

@@ -15,12 +15,11 @@ value for value (``tests/test_bincodes.py``).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 #: Rows searched in lockstep (16 measured fastest against 8, 32 and 64).
 LANES = 16
-#: Rows per block (the kernel runs a range of blocks; :func:`smart_lgbm._threads.for_blocks`
-#: runs the ranges on threads).
+#: Rows per parallel block.
 BLOCK = 4096
 
 
@@ -38,20 +37,18 @@ def padded_bounds(bounds: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     return padded, depth
 
 
-@njit(nogil=True, cache=True)
-def encode_dense(b0, b1, X, features, padded, depth, nan_codes, zero_threshold, codes, lane_x, lane_pos):
-    """``codes[j, i]``: the code of ``X[i, features[j]]``, for the rows of blocks ``[b0, b1)``.
-
-    ``lane_x`` (float64) and ``lane_pos`` (int64), zeros of shape ``(n_blocks, LANES)``:
-    each block's lanes (allocated by the caller: numba compiles no allocation here).
+@njit(parallel=True, cache=True)
+def encode_dense(X, features, padded, depth, nan_codes, zero_threshold, codes):
+    """``codes[j, i]``: the code of ``X[i, features[j]]``.
 
     ``|x| <= zero_threshold`` reads 0 (LightGBM's dense row function drops it); NaN gets
     ``nan_codes[j]`` when that is >= 0, else reads 0.
     """
     n = X.shape[0]
-    for b in range(b0, b1):
-        xs = lane_x[b]
-        pos = lane_pos[b]
+    nb = (n + BLOCK - 1) // BLOCK
+    for b in prange(nb):
+        xs = np.zeros(LANES, dtype=np.float64)
+        pos = np.zeros(LANES, dtype=np.int64)
         i_end = min(n, (b + 1) * BLOCK)
         for j in range(features.shape[0]):
             f = features[j]

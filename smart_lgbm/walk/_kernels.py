@@ -15,15 +15,13 @@ Each step is ``Tree::NumericalDecision`` / ``Tree::CategoricalDecision`` of Ligh
 and feature (see :func:`_next_node` and the three kernels' docstrings for the layouts).
 
 Every row's result depends on that row only: the kernels are deterministic whatever the
-number of threads (no reductions across rows).  The all-rows kernels are serial over a
-range of chunks ``[c0, c1)`` of ``nchunks`` (each a run of blocks) and release the GIL;
-:func:`smart_lgbm._threads.for_blocks` runs them on threads.
+number of threads (no reductions across rows).
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 #: LightGBM's ``kZeroThreshold`` (``const double kZeroThreshold = 1e-35f``): the float32
 #: nearest 1e-35, widened to double.  Row functions drop values with ``|x|`` at most this.
@@ -35,9 +33,6 @@ CATEGORICAL = 1
 DEFAULT_LEFT = 2
 MISSING_ZERO = 1
 MISSING_NAN = 2
-
-#: Rows per block of :func:`encode_sparse` over CSR rows.
-SPARSE_BLOCK_ROWS = 4096
 
 #: Just above INT_MAX: categorical values from here on are out of ``int`` range.
 _INT_RANGE = 2147483648.0
@@ -102,22 +97,28 @@ MALFORMED, NEGATIVE_FEATURE, BAD_BITSET = -1, -2, -3
 
 @njit(cache=True)
 def flatten_tree(split_feature, threshold, decision_type, left_child, right_child, leaf_value, num_cat,
-                 cat_boundaries, base, cat_base, feature, thr, flags, left, right, cat_start, cat_len, node_value,
-                 node_leaf, seen, order):
+                 cat_boundaries, base, cat_base):
     """One tree's nodes in the forest's layout (see :class:`smart_lgbm.walk.Forest`), node
-    indices offset by ``base`` and bitset words by ``cat_base``, written into ``feature``,
-    ``thr``, ``flags``, ``left``, ``right``, ``cat_start``, ``cat_len``, ``node_value`` and
-    ``node_leaf`` (``2 m + 1`` nodes for ``m`` splits, zeroed on entry); ``seen`` (uint8,
-    ``2 m + 1``, zeroed) and ``order`` (int64, ``(2, m)``) are scratch.  The caller
-    allocates them all: numba compiles no array allocation for this kernel.
+    indices offset by ``base`` and bitset words by ``cat_base``.
 
-    Returns ``depth``, negative when the tree must be refused:
+    Returns ``(depth, feature, threshold, flags, left, right, cat_start, cat_len,
+    node_value, node_leaf)``; ``depth`` is negative when the tree must be refused:
     :data:`MALFORMED` (the children do not form one binary tree from node 0: every node but
     the root must have exactly one parent and be reachable), :data:`NEGATIVE_FEATURE`, or
     :data:`BAD_BITSET` (a categorical split whose bitset index is outside ``0..num_cat-1``).
     """
     m = left_child.shape[0]
     n_leaves = m + 1
+    n = m + n_leaves
+    feature = np.zeros(n, np.int32)
+    thr = np.zeros(n, np.float64)
+    flags = np.zeros(n, np.uint8)
+    left = np.empty(n, np.int32)
+    right = np.empty(n, np.int32)
+    cat_start = np.zeros(n, np.int32)
+    cat_len = np.zeros(n, np.int32)
+    node_value = np.zeros(n, np.float64)
+    node_leaf = np.zeros(n, np.int32)
     for j in range(n_leaves):
         nd = m + j
         left[nd] = base + nd
@@ -126,22 +127,23 @@ def flatten_tree(split_feature, threshold, decision_type, left_child, right_chil
         node_leaf[nd] = j
     depth = 0
     if m > 0:
-        # seen[c]: node c (< m) has a parent; seen[m + leaf]: the leaf has one
+        has_parent = np.zeros(m, np.bool_)
+        leaf_seen = np.zeros(n_leaves, np.bool_)
         for i in range(m):
             if split_feature[i] < 0:
-                return NEGATIVE_FEATURE
+                return NEGATIVE_FEATURE, feature, thr, flags, left, right, cat_start, cat_len, node_value, node_leaf
             for side in range(2):
                 c = left_child[i] if side == 0 else right_child[i]
                 if c >= 0:
-                    if c == 0 or c >= m or seen[c]:
-                        return MALFORMED
-                    seen[c] = 1
+                    if c == 0 or c >= m or has_parent[c]:
+                        return MALFORMED, feature, thr, flags, left, right, cat_start, cat_len, node_value, node_leaf
+                    has_parent[c] = True
                     target = base + c
                 else:
                     leaf = -1 - c
-                    if leaf >= n_leaves or seen[m + leaf]:
-                        return MALFORMED
-                    seen[m + leaf] = 1
+                    if leaf >= n_leaves or leaf_seen[leaf]:
+                        return MALFORMED, feature, thr, flags, left, right, cat_start, cat_len, node_value, node_leaf
+                    leaf_seen[leaf] = True
                     target = base + m + leaf
                 if side == 0:
                     left[i] = target
@@ -153,7 +155,7 @@ def flatten_tree(split_feature, threshold, decision_type, left_child, right_chil
             if f & CATEGORICAL:
                 index = threshold[i]
                 if not (index >= 0 and index < num_cat):
-                    return BAD_BITSET
+                    return BAD_BITSET, feature, thr, flags, left, right, cat_start, cat_len, node_value, node_leaf
                 b = np.int64(index)  # static_cast<int>
                 cat_start[i] = cat_base + cat_boundaries[b]
                 cat_len[i] = cat_boundaries[b + 1] - cat_boundaries[b]
@@ -162,8 +164,8 @@ def flatten_tree(split_feature, threshold, decision_type, left_child, right_chil
             thr[i] = threshold[i]
         # depth: internal nodes on the longest path from the root, breadth first; with one
         # parent per node, all of them must be reachable (no cycle detached from the root)
-        level = order[0]
-        queue = order[1]
+        level = np.zeros(m, np.int64)
+        queue = np.empty(m, np.int64)
         queue[0] = 0
         level[0] = 1
         head, tail = 0, 1
@@ -178,8 +180,8 @@ def flatten_tree(split_feature, threshold, decision_type, left_child, right_chil
                     queue[tail] = c
                     tail += 1
         if tail != m:
-            return MALFORMED
-    return depth
+            return MALFORMED, feature, thr, flags, left, right, cat_start, cat_len, node_value, node_leaf
+    return depth, feature, thr, flags, left, right, cat_start, cat_len, node_value, node_leaf
 
 
 @njit(cache=True, inline="always")
@@ -189,13 +191,14 @@ def _chunk_bounds(c, nchunks, nblocks):
     return c * nblocks // nchunks, (c + 1) * nblocks // nchunks
 
 
-@njit(nogil=True, cache=True)
-def walk_dense(c0, c1, nchunks, X, block, column, forest, out, leaves, want_leaves):
+@njit(parallel=True, cache=True)
+def walk_dense(X, block, chunks, column, forest, out, leaves, want_leaves):
     """Dense rows, any memory layout: ``x = (double) X[i, f]``, ``|x| <= kZeroThreshold``
     read as 0 (``RowPairFunctionFromDenseMatric``)."""
     n = X.shape[0]
     nblocks = (n + block - 1) // block
-    for c in range(c0, c1):
+    nchunks = min(nblocks, chunks)
+    for c in prange(nchunks):
         b0, b1 = _chunk_bounds(c, nchunks, nblocks)
         node = np.empty(block, dtype=np.int32)
         for b in range(b0, b1):
@@ -251,8 +254,8 @@ def _gather_csc(indptr, search, indices, data, slot_features, start, m, buf):
             buf[j, s] = data[p] if p < hi and indices[p] == start + j else 0.0
 
 
-@njit(nogil=True, cache=True)
-def walk_sparse(c0, c1, nchunks, is_csc, n, indptr, indices, data, search, slot_of_feature, slot_features, block,
+@njit(parallel=True, cache=True)
+def walk_sparse(is_csc, n, indptr, indices, data, search, slot_of_feature, slot_features, block, chunks,
                 column, forest, out, leaves, want_leaves):
     """CSR or CSC rows, gathered per block into a buffer of the split features' values.
 
@@ -262,7 +265,8 @@ def walk_sparse(c0, c1, nchunks, is_csc, n, indptr, indices, data, search, slot_
     drops them), CSR values are kept (see :func:`_scatter_csr`, :func:`_gather_csc`).
     """
     nblocks = (n + block - 1) // block
-    for c in range(c0, c1):
+    nchunks = min(nblocks, chunks)
+    for c in prange(nchunks):
         b0, b1 = _chunk_bounds(c, nchunks, nblocks)
         node = np.empty(block, dtype=np.int32)
         buf = np.zeros((block, max(slot_features.shape[0], 1)), dtype=np.float64)
@@ -316,44 +320,39 @@ def _code(x, bounds, lo, length, nan_code):
     return _position(bounds, lo, length, x)
 
 
-@njit(nogil=True, cache=True)
-def encode_zeros(j0, j1, n, bounds, starts, lengths, nan_codes, codes):
-    """Columns ``[j0, j1)`` of the codes all at the code of 0 (:func:`encode_sparse` then
-    writes the stored entries)."""
-    for j in range(j0, j1):
+@njit(parallel=True, cache=True)
+def encode_sparse(is_csc, n, indptr, indices, data, column_of_feature, bounds, starts, lengths, nan_codes, codes):
+    """Codes of a CSR (each row's entries in storage order, the last duplicate winning) or
+    canonical CSC matrix; absent entries read 0.  Returns False (codes unusable) when a
+    stored value is tiny but not zero (CSR keeps those values, whose sides of a threshold at
+    +-kZeroThreshold the codes cannot tell apart from 0)."""
+    ncols = codes.shape[0]
+    for j in prange(ncols):
         zero = _code(0.0, bounds, starts[j], lengths[j], nan_codes[j])
         for i in range(n):
             codes[j, i] = zero
-
-
-@njit(nogil=True, cache=True)
-def encode_sparse(b0, b1, block, is_csc, indptr, indices, data, column_of_feature, bounds, starts, lengths, nan_codes,
-                  codes, tiny):
-    """Codes of the stored entries of a CSR matrix's rows (each row's entries in storage
-    order, the last duplicate winning) or a canonical CSC matrix's columns, blocks ``[b0,
-    b1)`` of ``block`` rows (columns), over codes at the code of 0 (:func:`encode_zeros`).
-    ``tiny[b]`` counts the CSR block's stored values that are tiny but not zero (CSR keeps
-    those values, whose sides of a threshold at +-kZeroThreshold the codes cannot tell
-    apart from 0: the codes are unusable)."""
-    size = indptr.shape[0] - 1
-    for b in range(b0, b1):
-        count = 0
-        for a in range(b * block, min(size, (b + 1) * block)):
-            for p in range(indptr[a], indptr[a + 1]):
-                if is_csc:
-                    i, j = indices[p], column_of_feature[a]
-                else:
-                    i, j = a, column_of_feature[indices[p]]
+    tiny = 0
+    if is_csc:
+        for f in prange(indptr.shape[0] - 1):
+            j = column_of_feature[f]
+            if j < 0:
+                continue
+            for p in range(indptr[f], indptr[f + 1]):
+                x = np.float64(data[p])
+                if abs(x) <= K_ZERO_THRESHOLD:
+                    x = 0.0
+                codes[j, indices[p]] = _code(x, bounds, starts[j], lengths[j], nan_codes[j])
+    else:
+        for i in prange(n):
+            for p in range(indptr[i], indptr[i + 1]):
+                j = column_of_feature[indices[p]]
                 if j < 0:
                     continue
                 x = np.float64(data[p])
-                if abs(x) <= K_ZERO_THRESHOLD:
-                    if x != 0.0 and not is_csc:
-                        count += 1
-                    elif is_csc:
-                        x = 0.0
+                if x != 0.0 and abs(x) <= K_ZERO_THRESHOLD:
+                    tiny += 1
                 codes[j, i] = _code(x, bounds, starts[j], lengths[j], nan_codes[j])
-        tiny[b] = count
+    return tiny == 0
 
 
 #: A coded node's test in one int64 (:func:`code_nodes`): the code
@@ -365,8 +364,8 @@ MISS_SHIFT = 40
 DEFAULT_SHIFT = 49
 
 
-@njit(nogil=True, cache=True)
-def walk_codes(c0, c1, nchunks, codes, block, info, child, node_value, node_leaf, roots, depths, skip, skip_out, out, leaves,
+@njit(parallel=True, cache=True)
+def walk_codes(codes, block, chunks, info, child, node_value, node_leaf, roots, depths, skip, skip_out, out, leaves,
                want_leaves):
     """The forest walked over column-major codes, rows in lockstep blocks; the child is
     picked by index (``child[2 * nd + go_right]``), without a data-dependent branch.
@@ -384,13 +383,14 @@ def walk_codes(c0, c1, nchunks, codes, block, info, child, node_value, node_leaf
     """
     n = codes.shape[1]
     nblocks = (n + block - 1) // block
+    nchunks = min(nblocks, chunks)
     ns = skip.shape[0]
-    for c in range(c0, c1):
+    for c in prange(nchunks):
         b0, b1 = _chunk_bounds(c, nchunks, nblocks)
         node = np.empty(block, dtype=np.int64)
         row = np.empty(block, dtype=np.int64)
         r, r_end = b0 * block, min(n, b1 * block)
-        p = _lower_bound(skip, 0, ns, r)
+        p = np.searchsorted(skip, r)
         while r < r_end:
             m = 0
             while m < block and r < r_end:  # the next rows that are not skipped, run by run
@@ -437,9 +437,8 @@ NOT_A_BOUND, NAN_WITHOUT_NAN_BIN, ZERO_WITHOUT_ZERO_BIN, PLAIN_ON_NAN_BIN = 1, 2
 
 @njit(cache=True)
 def code_nodes(feature, threshold, flags, left, right, column_of_feature, flat_bounds, starts, lengths, nan_codes,
-               zero_codes, info, child):
-    """A forest's nodes in codes, written into ``info`` (int64, one per node) and ``child``
-    (int32, two per node): returns ``(bad_node, reason)``.
+               zero_codes):
+    """A forest's nodes in codes: ``(info, child, bad_node, reason)``.
 
     ``info`` holds each node's packed test (see ``TCODE_SHIFT``), ``child`` its children
     at ``2 * node`` and ``2 * node + 1``.  ``bad_node`` is -1, or the first internal node
@@ -448,6 +447,8 @@ def code_nodes(feature, threshold, flags, left, right, column_of_feature, flat_b
     :data:`NAN_WITHOUT_NAN_BIN`, :data:`ZERO_WITHOUT_ZERO_BIN`, :data:`PLAIN_ON_NAN_BIN`.
     """
     n = threshold.shape[0]
+    info = np.empty(n, np.int64)
+    child = np.empty(2 * n, np.int32)
     for nd in range(n):
         child[2 * nd] = left[nd]
         child[2 * nd + 1] = right[nd]
@@ -458,7 +459,7 @@ def code_nodes(feature, threshold, flags, left, right, column_of_feature, flat_b
         f = feature[nd]
         col = column_of_feature[f] if f < column_of_feature.shape[0] else -1
         if col < 0 or flags[nd] & CATEGORICAL:
-            return nd, NOT_A_BOUND
+            return info, child, nd, NOT_A_BOUND
         lo, length, t = starts[col], lengths[col], threshold[nd]
         a, b = 0, length  # first position with bounds >= t
         while a < b:
@@ -468,19 +469,19 @@ def code_nodes(feature, threshold, flags, left, right, column_of_feature, flat_b
             else:
                 b = mid
         if a == length or flat_bounds[lo + a] != t:
-            return nd, NOT_A_BOUND
+            return info, child, nd, NOT_A_BOUND
         missing = (flags[nd] >> 2) & 3
         miss = np.int64(NO_MISS)
         if missing == MISSING_NAN:
             if nan_codes[col] != NAN_CODE:
-                return nd, NAN_WITHOUT_NAN_BIN
+                return info, child, nd, NAN_WITHOUT_NAN_BIN
             miss = NAN_CODE
         elif missing == MISSING_ZERO:
             if zero_codes[col] == NO_MISS:
-                return nd, ZERO_WITHOUT_ZERO_BIN
+                return info, child, nd, ZERO_WITHOUT_ZERO_BIN
             miss = zero_codes[col]
         elif nan_codes[col] == NAN_CODE:
-            return nd, PLAIN_ON_NAN_BIN
+            return info, child, nd, PLAIN_ON_NAN_BIN
         info[nd] = (np.int64(col) | (np.int64(a) << TCODE_SHIFT) | (miss << MISS_SHIFT)
                     | (go_default << DEFAULT_SHIFT))
-    return -1, 0
+    return info, child, -1, 0

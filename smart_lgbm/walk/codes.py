@@ -39,7 +39,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .. import _lightgbm
-from .._threads import for_blocks
 from . import _encode_kernels as _ek
 from . import _kernels as _k
 from .raw import RawFeatures
@@ -153,10 +152,7 @@ class CodeBook:
             if self._padded is None:
                 self._padded = _ek.padded_bounds(self.bounds)
             codes = np.empty((self.features.shape[0], n), dtype=np.uint8)
-            nb = (n + _ek.BLOCK - 1) // _ek.BLOCK
-            for_blocks(_ek.encode_dense, nb, n * self.features.shape[0] // 8, raw.dense, self.features,
-                       *self._padded, self.nan_codes, _k.K_ZERO_THRESHOLD, codes, np.zeros((nb, _ek.LANES)),
-                       np.zeros((nb, _ek.LANES), np.int64))
+            _ek.encode_dense(raw.dense, self.features, *self._padded, self.nan_codes, _k.K_ZERO_THRESHOLD, codes)
             return BinCodes(codes)
         indptr, indices, values = raw.sparse_parts()
         raw_bytes = indptr.nbytes + indices.nbytes + values.nbytes
@@ -168,16 +164,9 @@ class CodeBook:
             return None  # duplicates or unsorted columns: LightGBM's column reader is not a plain scatter
         column_of_feature = np.full(raw.num_features, -1, dtype=np.int32)
         column_of_feature[: self.column_of_feature.shape[0]] = self.column_of_feature
-        ncols = codes.shape[0]
-        for_blocks(_k.encode_zeros, ncols, n * ncols // 8, n, self.flat_bounds, self.starts, self.lengths,
-                   self.nan_codes, codes)
-        size = indptr.shape[0] - 1  # columns (CSC) or rows (CSR)
-        block = 1 if is_csc else _k.SPARSE_BLOCK_ROWS
-        nb = (size + block - 1) // block
-        tiny = np.zeros(nb, dtype=np.int64)
-        for_blocks(_k.encode_sparse, nb, values.shape[0], block, is_csc, indptr, indices, values,
-                   column_of_feature, self.flat_bounds, self.starts, self.lengths, self.nan_codes, codes, tiny)
-        return BinCodes(codes) if not tiny.any() else None
+        ok = _k.encode_sparse(is_csc, n, raw.indptr, raw.indices, raw.values, column_of_feature, self.flat_bounds,
+                              self.starts, self.lengths, self.nan_codes, codes)
+        return BinCodes(codes) if ok else None
 
     def coded_forest(self, forest: Forest) -> CodedForest:
         """``forest``'s nodes in codes.
@@ -189,11 +178,9 @@ class CodeBook:
             on a feature the book does not code (neither happens with trees LightGBM grew
             on the Dataset the book was read from).
         """
-        n = forest.threshold.shape[0]
-        info, child = np.empty(n, np.int64), np.empty(2 * n, np.int32)
-        bad, reason = _k.code_nodes(
+        info, child, bad, reason = _k.code_nodes(
             forest.feature, forest.threshold, forest.flags, forest.left, forest.right, self.column_of_feature,
-            self.flat_bounds, self.starts, self.lengths, self.nan_codes, self.zero_codes, info, child)
+            self.flat_bounds, self.starts, self.lengths, self.nan_codes, self.zero_codes)
         if bad >= 0:
             feature, threshold = int(forest.feature[bad]), float(forest.threshold[bad])
             raise RuntimeError({

@@ -36,10 +36,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from collections.abc import Sequence
 
+import numba
 import numpy as np
 
 from .. import _lightgbm
-from .._threads import for_blocks, num_threads
 from . import _kernels as _k
 from .raw import RawFeatures
 
@@ -178,16 +178,9 @@ class Forest:
 def _flatten_tree(tree: _lightgbm.TreeArrays, k: int, base: int, cat_base: int) -> dict:
     """One tree's nodes in the forest's layout (node indices offset by ``base``), checked:
     the kernels index without bounds checks, so a malformed tree must not reach them."""
-    m = tree.left_child.shape[0]
-    n = 2 * m + 1
-    ints = np.zeros((6, n), np.int32)  # feature, left, right, cat_start, cat_len, node_leaf
-    floats = np.zeros((2, n))  # threshold, node_value
-    flags = np.zeros(n, np.uint8)
-    feature, left, right, cat_start, cat_len, node_leaf = ints
-    arrays = (feature, floats[0], flags, left, right, cat_start, cat_len, floats[1], node_leaf)
-    depth = _k.flatten_tree(tree.split_feature, tree.threshold, tree.decision_type, tree.left_child,
-                            tree.right_child, tree.leaf_value, tree.num_cat, tree.cat_boundaries, base, cat_base,
-                            *arrays, np.zeros(n, np.uint8), np.zeros((2, m), np.int64))
+    depth, *arrays = _k.flatten_tree(tree.split_feature, tree.threshold, tree.decision_type, tree.left_child,
+                                     tree.right_child, tree.leaf_value, tree.num_cat, tree.cat_boundaries, base,
+                                     cat_base)
     if depth == _k.NEGATIVE_FEATURE:
         raise ValueError(f"tree {k}: negative split_feature")
     if depth == _k.BAD_BITSET:
@@ -229,17 +222,9 @@ def add_coded_outputs(codes: BinCodes, forest: CodedForest, out: np.ndarray, lea
     want_leaves = leaves is not None
     if leaves is None:
         leaves = np.empty((0, shape[1]), dtype=np.int32)
-    n = codes.num_rows
-    nchunks = _chunks(n, CODES_BLOCK_ROWS)
-    for_blocks(_k.walk_codes, nchunks, n, nchunks, codes.codes, CODES_BLOCK_ROWS, forest.info, forest.child,
-               forest.node_value, forest.node_leaf, forest.roots, forest.depths, rows, outputs, out, leaves,
-               want_leaves)
-
-
-def _chunks(n: int, block: int) -> int:
-    """Chunks of blocks the walk kernels split ``n`` rows into: a few per thread (a thread
-    allocates its scratch once per chunk)."""
-    return max(1, min((n + block - 1) // block, CHUNKS_PER_THREAD * num_threads(n)))
+    _k.walk_codes(codes.codes, CODES_BLOCK_ROWS, CHUNKS_PER_THREAD * numba.get_num_threads(), forest.info,
+                  forest.child, forest.node_value, forest.node_leaf, forest.roots, forest.depths, rows, outputs, out,
+                  leaves, want_leaves)
 
 
 _NO_ROWS = np.empty(0, dtype=np.int32)
@@ -289,23 +274,20 @@ def add_outputs(features: RawFeatures, forest: Forest, out: np.ndarray,
         leaves = np.empty((0, forest.num_trees), dtype=np.int32)
     if features.num_rows == 0:
         return
-    n = features.num_rows
+    chunks = CHUNKS_PER_THREAD * numba.get_num_threads()
     arrays = forest.kernel_arrays
     if features.layout == "dense":
-        nchunks = _chunks(n, DENSE_BLOCK_ROWS)
-        for_blocks(_k.walk_dense, nchunks, n, nchunks, features.dense, DENSE_BLOCK_ROWS, forest.feature, arrays, out,
-                   leaves, want_leaves)
+        _k.walk_dense(features.dense, DENSE_BLOCK_ROWS, chunks, forest.feature, arrays, out, leaves, want_leaves)
         return
     is_csc = features.layout == "csc"
     # CSR rows are scattered into the buffer by feature: map every feature to its column
     slot_of_feature = np.full(0 if is_csc else features.num_features, -1, dtype=np.int32)
     if not is_csc:
         slot_of_feature[forest.used_features] = np.arange(forest.used_features.size, dtype=np.int32)
-    block = CSC_BLOCK_ROWS if is_csc else CSR_BLOCK_ROWS
-    nchunks = _chunks(n, block)
-    for_blocks(_k.walk_sparse, nchunks, n, nchunks, is_csc, n, features.indptr, features.indices, features.values,
-               features.search if is_csc else features.indices, slot_of_feature, forest.used_features, block,
-               forest.slot, arrays, out, leaves, want_leaves)
+    _k.walk_sparse(is_csc, features.num_rows, features.indptr, features.indices, features.values,
+                   features.search if is_csc else features.indices, slot_of_feature, forest.used_features,
+                   CSC_BLOCK_ROWS if is_csc else CSR_BLOCK_ROWS, chunks, forest.slot, arrays, out, leaves,
+                   want_leaves)
 
 
 def _check_output(name: str, array: np.ndarray, dtype: type, shape: tuple[int, int]) -> None:
