@@ -126,7 +126,7 @@ class Loss(ABC):
             infinite value (values beyond float32's range count as infinite).
         """
         check_gradient_buffers(raw, grad, hess)
-        kernel = self._compiled("gradient_hessian", "_gradient_kernel")
+        kernel = self._compiled("gradient_hessian")
         if kernel is not None:
             kernel(raw, target, grad, hess)
             return
@@ -154,7 +154,7 @@ class Loss(ABC):
 
     def loss(self, raw: np.ndarray, target: Target) -> np.ndarray:
         """Per-row loss of shape ``(n,)``, instance weights applied (for loss-based sampling)."""
-        if self._compiled("loss", "_loss_kernel") is None:
+        if self._compiled("loss") is None:
             raise NotImplementedError(f"{type(self).__name__} does not define a per-row loss")
         out = np.empty(target.num_rows)
         self.compute_loss(raw, target, out)
@@ -168,7 +168,7 @@ class Loss(ABC):
         """
         if out.shape != (target.num_rows,) or out.dtype != np.float64:
             raise ValueError(f"out must be a float64 array of shape ({target.num_rows},)")
-        kernel = self._compiled("loss", "_loss_kernel")
+        kernel = self._compiled("loss")
         if kernel is not None:
             kernel(raw, target, out)
             return
@@ -188,26 +188,45 @@ class Loss(ABC):
         losses; a user loss keeps None."""
         return None
 
+    def __init_subclass__(cls, kernels: dict[str, str] | None = None, **kwargs: Any) -> None:
+        """Register ``cls``'s compiled kernels: ``kernels`` maps a Python method
+        (``"gradient_hessian"``, ``"loss"``) to the name of the method of ``cls`` that
+        computes the same values compiled (the built-in losses; see :meth:`_compiled`).
+
+        Explicit, so that renaming a method cannot silently send a built-in loss down the
+        Python path: a registered kernel or method that ``cls`` lacks is refused here, and
+        ``tests/test_kernel_registration.py`` checks that every built-in loss trains
+        without its Python methods."""
+        super().__init_subclass__(**kwargs)
+        if kernels is None:
+            return
+        for method, kernel in kernels.items():
+            if method not in _KERNEL_METHODS:
+                raise TypeError(f"{cls.__name__}: kernels can stand for {sorted(_KERNEL_METHODS)}, not {method!r}")
+            if kernel not in vars(cls) or not callable(getattr(cls, method, None)):
+                raise TypeError(f"{cls.__name__} registers {kernel!r} for {method!r} but does not define both")
+        _REGISTERED_KERNELS[cls] = dict(kernels)
+
     def _fused_as(self, owner: type, name: str, param: float) -> tuple[str, float] | None:
-        """``(name, param)`` when the gradients are ``owner``'s compiled kernel's, else None
-        (a subclass that changes them takes the unfused path)."""
+        """``(name, param)`` when the gradients are ``owner``'s registered compiled kernel's,
+        else None (a subclass that changes them takes the unfused path)."""
         cls = type(self)
-        if (defining_class(cls, "gradient_hessian") is not owner or defining_class(cls, "_gradient_kernel") is not owner
-                or defining_class(cls, "compute_gradients") is not Loss):
+        if (_registrant(cls, "gradient_hessian") is not owner or defining_class(cls, "compute_gradients") is not Loss
+                or self._compiled("gradient_hessian") is None):
             return None
         return name, param
 
-    def _compiled(self, method: str, kernel: str) -> Any:
-        """The bound compiled ``kernel`` that stands for ``method``, or None.
+    def _compiled(self, method: str) -> Any:
+        """The bound compiled kernel registered for ``method`` (see :meth:`__init_subclass__`), or None.
 
-        A built-in loss defines ``kernel`` next to ``method``; a subclass that overrides
-        ``method`` below that class gets its own method used instead.
+        None for a user loss, and for a subclass of a built-in loss that overrides ``method``
+        below the class that registered the kernel: its own method is used instead.
         """
         cls = type(self)
-        kernel_owner, owner = defining_class(cls, kernel), defining_class(cls, method)
-        if kernel_owner is None or owner is None or not issubclass(kernel_owner, owner):
+        registrant, owner = _registrant(cls, method), defining_class(cls, method)
+        if registrant is None or owner is None or not issubclass(registrant, owner):
             return None
-        return getattr(self, kernel)
+        return getattr(self, _REGISTERED_KERNELS[registrant][method])
 
     def __repr__(self) -> str:
         params = ", ".join(f"{k}={v!r}" for k, v in vars(self).items() if not k.startswith("_"))
@@ -256,6 +275,20 @@ def check_float32_finite(name: str, values: np.ndarray) -> None:
             if not np.isfinite(np.float32(biggest)):
                 raise ValueError(f"{name} contains values beyond float32's range (|value| up to {biggest:g} > "
                                  f"{_FLOAT32_MAX:g}); LightGBM takes them as float32, where they would be infinite")
+
+
+#: The Python methods a compiled kernel can stand for, and the kernels registered for them,
+#: by the class that registered them (:meth:`Loss.__init_subclass__`).
+_KERNEL_METHODS = frozenset({"gradient_hessian", "loss"})
+_REGISTERED_KERNELS: dict[type, dict[str, str]] = {}
+
+
+def _registrant(cls: type, method: str) -> type | None:
+    """The nearest class in ``cls``'s MRO that registered a compiled kernel for ``method``."""
+    for klass in cls.__mro__:
+        if method in _REGISTERED_KERNELS.get(klass, ()):
+            return klass
+    return None
 
 
 def defining_class(cls: type, name: str) -> type | None:

@@ -10,7 +10,7 @@ from scipy.special import expit
 from .base import K_EPSILON, Loss, Target, apply_weight, loss_buffer_arrays, weighted_sums
 
 
-class BinaryLogloss(Loss):
+class BinaryLogloss(Loss, kernels={"gradient_hessian": "_gradient_kernel", "loss": "_loss_kernel"}):
     """Logistic loss with LightGBM's ``sigmoid`` scale.
 
     With raw score ``F`` and ``psi = 1 / (1 + exp(-sigmoid * F))`` the loss is

@@ -86,7 +86,7 @@ def _kept_orders(target: Target) -> _KeptOrders:
     return kept
 
 
-class LambdaRank(Loss):
+class LambdaRank(Loss, kernels={"gradient_hessian": "_gradient_kernel", "loss": "_loss_kernel"}):
     """LambdaRank with NDCG (LambdaMART), identical to LightGBM's ``lambdarank`` objective.
 
     For each query, documents are sorted by score (descending, ties in input order).

@@ -10,7 +10,7 @@ from scipy.special import softmax
 from .base import K_EPSILON, Loss, Target, apply_weight, loss_buffer_arrays, weighted_sums
 
 
-class MulticlassSoftmax(Loss):
+class MulticlassSoftmax(Loss, kernels={"gradient_hessian": "_gradient_kernel", "loss": "_loss_kernel"}):
     """Multinomial log-loss on K raw scores per row.
 
     ``g_ik = p_ik - [y_i = k]`` and ``h_ik = K / (K - 1) * p_ik (1 - p_ik)``, LightGBM's

@@ -9,7 +9,7 @@ import numpy as np
 from .base import Loss, Target, loss_buffer_arrays, weighted_sums
 
 
-class SquaredError(Loss):
+class SquaredError(Loss, kernels={"gradient_hessian": "_gradient_kernel", "loss": "_loss_kernel"}):
     """``0.5 * (F - y)^2``: ``g = F - y``, ``h = 1`` (LightGBM's L2 regression).
 
     Parameters

@@ -306,9 +306,31 @@ class ProbabilitySampler(Sampler):
     importance is zero the draw is uniform at ``rate`` (every row with a fixed ``rho``).
     """
 
-    #: Set by the built-in subclasses on the class that defines ``importance``: the kernel
-    #: that recomputes it (see :mod:`smart_lgbm.samplers._kernels`).
-    _kind: int | None = None
+    def __init_subclass__(cls, importance_kernel: int | None = None, fit_kernel: bool = False,
+                          **kwargs: Any) -> None:
+        """Register ``cls``'s compiled kernels (the built-in samplers).
+
+        ``importance_kernel``: the importance kind (``compiled.FIRST``, ...) the kernels
+        recompute in place of ``cls``'s :meth:`importance` (and of the base
+        :meth:`importance_from_state` that calls it); ``fit_kernel``: ``cls``'s ``_fit``
+        gives its :meth:`fitting_gradient` to the gather kernel for the drawn rows only.
+        A subclass that overrides either method below ``cls`` gets its own method used.
+
+        Explicit, so that renaming a method cannot silently send a built-in sampler down
+        the Python path: registering a method ``cls`` does not define is refused here, and
+        ``tests/test_kernel_registration.py`` checks that every built-in sampler trains
+        without its Python methods.
+        """
+        super().__init_subclass__(**kwargs)
+        if importance_kernel is not None:
+            if "importance" not in vars(cls) or importance_kernel not in compiled.IMPORTANCE_KINDS:
+                raise TypeError(f"{cls.__name__}: importance_kernel needs an importance method in the class and "
+                                f"one of {sorted(compiled.IMPORTANCE_KINDS)}, got {importance_kernel!r}")
+            _IMPORTANCE_KERNELS[cls] = importance_kernel
+        if fit_kernel:
+            if "fitting_gradient" not in vars(cls) or "_fit" not in vars(cls):
+                raise TypeError(f"{cls.__name__}: fit_kernel needs fitting_gradient and _fit in the class")
+            _FIT_KERNELS.add(cls)
 
     def __init__(self, rate: float | str | AdaptiveRate | None = PROBABILITY_RATE.default,
                  rho: float | None = RHO.default) -> None:
@@ -347,7 +369,7 @@ class ProbabilitySampler(Sampler):
         """The built-in kernel computing this sampler's importance, or None for a user's own."""
         cls = type(self)
         owner = defining_class(cls, "importance")
-        kind = vars(owner).get("_kind")
+        kind = None if owner is None else _IMPORTANCE_KERNELS.get(owner)
         from_state = defining_class(cls, "importance_from_state")
         if kind is None or from_state not in (ProbabilitySampler, owner):
             return None
@@ -413,7 +435,7 @@ class ProbabilitySampler(Sampler):
 
     def _fit_of_state(self, state: SamplingState) -> compiled.Fit:
         owner = defining_class(type(self), "fitting_gradient")
-        if owner is not None and "_fit" in vars(owner):  # a built-in fitting gradient: for drawn rows only
+        if owner in _FIT_KERNELS:  # a built-in fitting gradient: computed for drawn rows only
             return cast("type[ProbabilitySampler]", owner)._fit(self, state)
         source = np.asarray(self.fitting_gradient(state))
         if source.shape != state.shape:
@@ -437,3 +459,10 @@ class ProbabilitySampler(Sampler):
         if isinstance(self.rate, AdaptiveRate):
             observe_sample(self.rate, state, indices, grad, hess)
         return Sample(indices, grad, hess)
+
+
+#: The built-in samplers' compiled kernels, by the class that registered them
+#: (:meth:`ProbabilitySampler.__init_subclass__`): its importance kind, and whether its
+#: ``_fit`` stands for its ``fitting_gradient``.
+_IMPORTANCE_KERNELS: dict[type, int] = {}
+_FIT_KERNELS: set[type] = {ProbabilitySampler}

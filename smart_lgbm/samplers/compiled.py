@@ -35,6 +35,8 @@ _EMPTY_F64 = np.empty(0, dtype=np.float64)
 FIRST, SECOND, MVS, BUFFER, CONST = 0, 1, 2, 3, 4
 #: LossBased's marker: the importance is the loss's per-row loss (clipped at 0), in a buffer.
 LOSS = -1
+#: The kinds a built-in sampler can register as its compiled importance.
+IMPORTANCE_KINDS = frozenset({FIRST, SECOND, MVS, LOSS})
 #: Fitting gradient of a drawn row: plain, minus the anchor, or SecondOrder's regularised one.
 FIT_PLAIN, FIT_ANCHOR, FIT_REGULARISED = 0, 1, 2
 #: Rows per block of the row-wise reductions and of the draw (the kernels' ``BLOCK``).

@@ -10,7 +10,7 @@ from .base import ProbabilitySampler, SamplingState, row_norm, row_sum
 from .spec import ANCHOR_LAG, ETA, PROBABILITY_RATE, REG, RHO
 
 
-class FirstOrder(ProbabilitySampler):
+class FirstOrder(ProbabilitySampler, importance_kernel=compiled.FIRST):
     """First-gradient-proportional sampling (paper Alg. 2): ``p_i = min(1, rho * |g_i|)``.
 
     Drawn rows fit ``g_i / p_i`` and ``h_i / p_i``.  For K trees per iteration ``|g_i|`` is
@@ -25,8 +25,6 @@ class FirstOrder(ProbabilitySampler):
         The paper's fixed ``rho``.  Give ``rate`` or ``rho``, not both.
     """
 
-    _kind = compiled.FIRST
-
     def importance(self, grad: np.ndarray, hess: np.ndarray) -> np.ndarray:
         return row_norm(grad)
 
@@ -34,7 +32,7 @@ class FirstOrder(ProbabilitySampler):
         return self._fused_as(compiled.FIRST, compiled.STATS_SCAN)
 
 
-class SecondOrder(ProbabilitySampler):
+class SecondOrder(ProbabilitySampler, importance_kernel=compiled.SECOND, fit_kernel=True):
     """Second-gradient-proportional sampling (paper Alg. 3), optionally with its DANE-style
     regularised gradient.
 
@@ -72,8 +70,6 @@ class SecondOrder(ProbabilitySampler):
         How many iterations back the anchor ``y~`` lies; None turns the regulariser off
         (plain second-gradient-proportional sampling).
     """
-
-    _kind = compiled.SECOND
 
     def __init__(
         self,
@@ -156,7 +152,7 @@ def regularised_gradient(
     return out + eta * per_row.reshape(out.shape)
 
 
-class MVS(ProbabilitySampler):
+class MVS(ProbabilitySampler, importance_kernel=compiled.MVS):
     """Minimal-variance sampling (Ibragimov & Gusev 2019; CatBoost's default bootstrap).
 
     ``p_i = min(1, sqrt(g_i^2 + lambda * h_i^2) / mu)`` with ``mu`` solved for the target
@@ -174,8 +170,6 @@ class MVS(ProbabilitySampler):
         size of a typical Newton step, so that both terms weigh about equally (our choice;
         CatBoost derives it from the previous iteration's leaf values to the same effect).
     """
-
-    _kind = compiled.MVS
 
     def __init__(self, rate: float | str | AdaptiveRate | None = PROBABILITY_RATE.default,
                  rho: float | None = RHO.default, reg: float | str = REG.default) -> None:
@@ -205,7 +199,7 @@ class MVS(ProbabilitySampler):
         return compiled.Importance(kind, g.shape[0], g, h, lam=lam)
 
 
-class LossBased(ProbabilitySampler):
+class LossBased(ProbabilitySampler, importance_kernel=compiled.LOSS):
     """Loss-proportional sampling (the paper's "loss-based" row): ``p_i = min(1, rho * l_i)``.
 
     ``l_i`` is the loss's per-row loss at the current scores (for LambdaRank, each
@@ -218,8 +212,6 @@ class LossBased(ProbabilitySampler):
     rho : float > 0, optional
         Fixed ``rho``.  Give ``rate`` or ``rho``, not both.
     """
-
-    _kind = compiled.LOSS
 
     def importance(self, grad: np.ndarray, hess: np.ndarray) -> np.ndarray:
         raise TypeError("LossBased importance needs the per-row loss; use probabilities_from_loss(loss_values)")
