@@ -418,3 +418,19 @@ def test_dask_workers_share_one_rate():
     # same seed, same model (but for the parameters section, which names each run's ports)
     assert _model_digest(est.booster_) == _model_digest(again.booster_)
     assert left == []  # the exchanges' Variables were deleted
+
+
+def test_the_constructor_is_its_parameter_specs():
+    """AdaptiveRate's defaults and checks come from its Params (samplers/adaptive.py), so a
+    changed constraint shows in the constructor and its messages at once."""
+    import inspect
+    import re
+
+    from smart_lgbm.samplers.adaptive import ADAPTIVE_RATE_PARAMS
+
+    signature = inspect.signature(sl.AdaptiveRate)
+    assert list(signature.parameters) == [p.name for p in ADAPTIVE_RATE_PARAMS]
+    for param in ADAPTIVE_RATE_PARAMS:
+        assert signature.parameters[param.name].default == param.default
+        with pytest.raises((TypeError, ValueError), match=re.escape(f"{param.name} must be {param.accepted}")):
+            sl.AdaptiveRate(**{param.name: "x"})

@@ -52,9 +52,12 @@ same decision and draws at the same rate.
 
 from __future__ import annotations
 
+from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
+
+from .._validation import Interval, Param
 
 __all__ = ["AdaptiveRate", "leaf_noise_sums", "observe_sample", "pooled_gains", "pooled_noise_ratio", "resolve_rate"]
 
@@ -63,14 +66,14 @@ NUM_SUMS = 5
 #: a grown rate above this goes straight to the controller's maximum
 SNAP_ABOVE = 0.5
 
-
-def _number(value: Any, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise TypeError(f"AdaptiveRate: {name} must be a number, got {type(value).__name__}")
-    value = float(value)
-    if not np.isfinite(value):
-        raise ValueError(f"AdaptiveRate: {name} must be finite, got {value!r}")
-    return value
+#: AdaptiveRate's parameters (the spec its constructor checks and takes its defaults from)
+START = Param("start", (Interval(Real, 0, 1, closed="right"),), 0.1, "the rate of the first iterations")
+MAXIMUM = Param("maximum", (Interval(Real, 0, 1, closed="right"),), 1.0, "the largest rate it grows to")
+THRESHOLD = Param("threshold", (Interval(Real, 0, None, closed="neither"),), 0.1,
+                  "sampling noise over excess gain above which the rate grows")
+GROWTH = Param("growth", (Interval(Real, 1, None, closed="neither"),), 2.0, "the factor the rate grows by")
+WINDOW = Param("window", (Interval(Integral, 1, None, closed="left"),), 10, "iterations pooled per decision")
+ADAPTIVE_RATE_PARAMS = (START, MAXIMUM, THRESHOLD, GROWTH, WINDOW)
 
 
 class AdaptiveRate:
@@ -107,28 +110,16 @@ class AdaptiveRate:
     the newest tree (the sampler asks the engine for them through ``needs_leaves``).
     """
 
-    def __init__(self, start: float = 0.1, maximum: float = 1.0, threshold: float = 0.1, growth: float = 2.0,
-                 window: int = 10) -> None:
-        start = _number(start, "start")
-        maximum = _number(maximum, "maximum")
-        threshold = _number(threshold, "threshold")
-        growth = _number(growth, "growth")
-        if not 0.0 < start <= 1.0:
-            raise ValueError(f"AdaptiveRate: start must be in (0, 1], got {start!r}")
-        if not 0.0 < maximum <= 1.0:
-            raise ValueError(f"AdaptiveRate: maximum must be in (0, 1], got {maximum!r}")
-        if maximum < start:
+    def __init__(self, start: float = START.default, maximum: float = MAXIMUM.default,
+                 threshold: float = THRESHOLD.default, growth: float = GROWTH.default,
+                 window: int = WINDOW.default) -> None:
+        start, maximum = START.check(start, "AdaptiveRate"), MAXIMUM.check(maximum, "AdaptiveRate")
+        if maximum < start:  # (a rule between two parameters: not a single parameter's spec)
             raise ValueError(f"AdaptiveRate: maximum ({maximum!r}) must be >= start ({start!r})")
-        if not threshold > 0.0:
-            raise ValueError(f"AdaptiveRate: threshold must be > 0, got {threshold!r}")
-        if not growth > 1.0:
-            raise ValueError(f"AdaptiveRate: growth must be > 1, got {growth!r}")
-        if isinstance(window, bool) or not isinstance(window, (int, np.integer)):
-            raise TypeError(f"AdaptiveRate: window must be an integer >= 1, got {type(window).__name__}")
-        if window < 1:
-            raise ValueError(f"AdaptiveRate: window must be an integer >= 1, got {window!r}")
-        self.start, self.maximum, self.threshold, self.growth = start, maximum, threshold, growth
-        self.window = int(window)
+        self.start, self.maximum = start, maximum
+        self.threshold = THRESHOLD.check(threshold, "AdaptiveRate")
+        self.growth = GROWTH.check(growth, "AdaptiveRate")
+        self.window = WINDOW.check(window, "AdaptiveRate")
 
     def __repr__(self) -> str:
         return (f"AdaptiveRate(start={self.start!r}, maximum={self.maximum!r}, threshold={self.threshold!r}, "
