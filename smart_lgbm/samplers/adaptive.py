@@ -94,8 +94,7 @@ class AdaptiveRate:
     growth : float > 1, default=2.0
         Factor applied to the rate at each growth; a grown rate above 0.5 becomes
         ``maximum`` at once (past half the rows a sampled iteration costs nearly a full
-        one, and sampled trees still lose quality: dev runs with MVS stalled at rate 0.8
-        0.002 log-loss above full boosting).
+        one, and in development runs sampled trees still lost quality there).
     window : int >= 1, default=10
         Iterations pooled per decision; one decision (and, on several machines, one
         exchange of per-leaf sums) per window.  The validation rule grows after
