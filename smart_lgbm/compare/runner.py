@@ -51,7 +51,7 @@ def _unique(values: Sequence | None) -> list | None:
 
 
 def _choose_experiments(config: CompareConfig, names: Sequence[str] | None) -> list[Experiment]:
-    return [config.experiment(n) for n in dict.fromkeys(names)] if names else list(config.experiments)
+    return [config.experiment(n) for n in _unique(names) or []] if names else list(config.experiments)
 
 
 def _load_checked(exp: Experiment, methods: Sequence[MethodSpec]) -> ExperimentData:

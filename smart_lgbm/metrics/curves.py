@@ -100,9 +100,9 @@ def auc_mu(raw: np.ndarray, target: Target, class_weights: np.ndarray) -> float:
     s = auc_mu_pair_sums(np.ascontiguousarray(raw, dtype=np.float64), members.astype(np.int64), offsets,
                          weight, np.ascontiguousarray(class_weights, dtype=np.float64), K_EPSILON)
     if target.weight is None:
-        class_size = np.diff(offsets).astype(np.float64)
+        class_size: np.ndarray = np.diff(offsets).astype(np.float64)
     else:
-        class_size = np.bincount(labels, weights=weight, minlength=num_class).astype(np.float64)
+        class_size = np.bincount(labels, weights=weight, minlength=num_class)  # (float64 with weights)
     total = 0.0
     with np.errstate(divide="ignore", invalid="ignore"):
         for i in range(num_class):
