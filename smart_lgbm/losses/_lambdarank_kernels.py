@@ -272,6 +272,10 @@ def _query_lambdas(cnt, s, lab, gain, discount, inv_max_dcg, table, min_in, max_
     if worst_pos > 0 and s[worst_pos] == _NEG_INF:
         worst_pos -= 1
     use_distance = norm and best != s[worst_pos]
+    # -inf scores sort last: documents past n_finite are in no pair.
+    n_finite = cnt
+    while n_finite > 0 and s[n_finite - 1] == _NEG_INF:
+        n_finite -= 1
     sig_sq = sigmoid * sigmoid
     neg_sig = -sigmoid
     last_bin = table.shape[0] - 1
@@ -285,16 +289,17 @@ def _query_lambdas(cnt, s, lab, gain, discount, inv_max_dcg, table, min_in, max_
             continue
         li = lab[i]
         if not listed[li]:
+            # Branch-free compaction (labels alternate unpredictably): every document is
+            # written at the list's end, which advances only past the ones that belong.
             m = 0
-            for j in range(cnt):
+            for j in range(n_finite):
                 lj = lab[j]
-                if lj != li and s[j] != _NEG_INF:
-                    others[li, m] = np.uint32(j)
-                    lists[0, li, m] = s[j]
-                    lists[1, li, m] = gain[j]
-                    lists[2, li, m] = discount[j]
-                    lists[3, li, m] = 1.0 if li > lj else -1.0
-                    m += 1
+                others[li, m] = np.uint32(j)
+                lists[0, li, m] = s[j]
+                lists[1, li, m] = gain[j]
+                lists[2, li, m] = discount[j]
+                lists[3, li, m] = 1.0 if li > lj else -1.0
+                m += lj != li
             n_others[li] = np.uint64(m)
             next_other[li] = np.uint64(0)
             listed[li] = True
