@@ -217,9 +217,17 @@ def _repair_sorted(start, cnt, score, labels, gains, prev, order, s, lab, gain):
         order[k] = o
         s[k] = score[start + o]
     budget = 4 * cnt + 32
+    # The last element of the sorted prefix, in registers: most documents keep their
+    # place, and this check lets them skip the shifting loop without reading memory.
+    last_s = s[0]
+    last_o = order[0]
     for i in range(1, cnt):
         key = s[i]
         v = order[i]
+        if last_s > key or (last_s == key and last_o < v):
+            last_s = key
+            last_o = v
+            continue
         j = i - 1
         while j >= 0 and (s[j] < key or (s[j] == key and order[j] > v)):
             s[j + 1] = s[j]
@@ -227,6 +235,8 @@ def _repair_sorted(start, cnt, score, labels, gains, prev, order, s, lab, gain):
             j -= 1
         s[j + 1] = key
         order[j + 1] = v
+        last_s = s[i]
+        last_o = order[i]
         budget -= i - 1 - j
         if budget < 0:
             return False
