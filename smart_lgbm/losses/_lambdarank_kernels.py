@@ -334,7 +334,8 @@ def _query_lambdas(cnt, s, lab, gain, discount, inv_max_dcg, table, min_in, max_
             d_ndcg = (sign * (gi - o_gain[t])) * (di - o_disc[t]) * inv_max_dcg
             pair_ndcg[t] = d_ndcg / (_NORM_EPS + abs(delta)) if use_distance else d_ndcg
         for t in range(n):
-            pair_sum[t] = table[pair_bin[t]]
+            # Bins are >= 0; as unsigned, numba skips its negative-index wraparound.
+            pair_sum[t] = table[np.uint32(pair_bin[t])]
         for t in range(n):
             p = pair_sum[t]
             d_ndcg = pair_ndcg[t]
