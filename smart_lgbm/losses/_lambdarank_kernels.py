@@ -60,18 +60,21 @@ def sigmoid_table(sigmoid: float, n_bins: int) -> tuple[np.ndarray, float, float
 
 
 @njit(cache=True, inline="always")
-def _table_sigmoid(x, table, min_input, max_input, idx_factor):
-    if x <= min_input:
-        return table[0]
-    if x >= max_input:
-        return table[table.shape[0] - 1]
-    k = int((x - min_input) * idx_factor)
-    # LightGBM would read one past the end if rounding pushed k to n_bins; clamp instead
-    # (unreachable in practice, but a numba out-of-bounds read would not raise).
-    if k >= table.shape[0]:
-        k = table.shape[0] - 1
-    # k >= 0 here; as unsigned, numba skips its negative-index wraparound.
-    return table[np.uint64(k)]
+def _sigmoid_bin(x, min_input, max_input, idx_factor, last_bin):
+    """Index of LightGBM's sigmoid table entry for ``x``, branch-free (vectorisable).
+
+    LightGBM reads entry 0 for ``x <= min_input``, the last entry for ``x >= max_input``
+    and ``int((x - min_input) * idx_factor)`` otherwise (clamped here to the last entry,
+    which LightGBM would overrun if rounding ever reached ``n_bins``).  Clamping the
+    float before the conversion keeps every lane in range, so the loop needs no branch;
+    a NaN ``x`` (two ``+inf`` scores) reads entry 0 instead of LightGBM's undefined read.
+    """
+    v = (x - min_input) * idx_factor
+    v = v if v > 0.0 else 0.0
+    v = v if v < last_bin else float(last_bin)
+    k = np.int32(v)
+    k = np.int32(0) if x <= min_input else k
+    return np.int32(last_bin) if x >= max_input else k
 
 
 @njit(cache=True)
@@ -214,9 +217,17 @@ def _repair_sorted(start, cnt, score, labels, gains, prev, order, s, lab, gain):
         order[k] = o
         s[k] = score[start + o]
     budget = 4 * cnt + 32
+    # The last element of the sorted prefix, in registers: most documents keep their
+    # place, and this check lets them skip the shifting loop without reading memory.
+    last_s = s[0]
+    last_o = order[0]
     for i in range(1, cnt):
         key = s[i]
         v = order[i]
+        if last_s > key or (last_s == key and last_o < v):
+            last_s = key
+            last_o = v
+            continue
         j = i - 1
         while j >= 0 and (s[j] < key or (s[j] == key and order[j] > v)):
             s[j + 1] = s[j]
@@ -224,6 +235,8 @@ def _repair_sorted(start, cnt, score, labels, gains, prev, order, s, lab, gain):
             j -= 1
         s[j + 1] = key
         order[j + 1] = v
+        last_s = s[i]
+        last_o = order[i]
         budget -= i - 1 - j
         if budget < 0:
             return False
@@ -234,24 +247,32 @@ def _repair_sorted(start, cnt, score, labels, gains, prev, order, s, lab, gain):
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _query_lambdas(cnt, s, lab, gain, discount, inv_max_dcg, table, min_in, max_in,
-                   idx_factor, sigmoid, truncation, norm, lam, hes, others, n_others,
-                   next_other, listed):
+                   idx_factor, sigmoid, truncation, norm, lam, hes, lists, others, n_others,
+                   next_other, listed, pair_bin, pair_ndcg, pair_lam, pair_hes, pair_sum):
     """Lambdas and hessians of one query, in sorted position (float32, LightGBM order).
 
     Same pairs, same arithmetic and the same per-document order of float32 additions as
     LightGBM, organised for speed:
 
     * for each label ``L`` met among the top positions, ``others[L]`` lists (in rank
-      order) the positions whose label differs from ``L`` and whose score is not -inf;
-      document ``i`` then walks only that list, so equal-label pairs cost nothing
-      (about 40% of MSLR pairs) and the skip branch disappears;
-    * document ``i``'s own sums live in registers during its row of pairs (no other
-      pair of that row touches it), then are stored once;
+      order) the positions whose label differs from ``L`` and whose score is not -inf,
+      and ``lists[:, L]`` holds their score, gain, discount and pair sign
+      (``+1`` when ``L`` is the higher label) contiguously; document ``i`` then walks
+      only that list, so equal-label pairs cost nothing (about 40% of MSLR pairs);
+    * each row of pairs runs in passes: the sigmoid-table bin and ``dNDCG`` of every pair
+      (one branch-free loop over contiguous arrays, which LLVM vectorises), the table reads,
+      the pair terms down to their float32 values (vectorised), and last the ordered sums:
+      document ``i``'s float32 sums in registers, each partner's float32 sum, and the
+      query's double ``sum_lambdas``, pair by pair in LightGBM's order -- the only
+      sequential part;
     * ``|disc_hi - disc_lo|``, ``s_hi - s_lo`` and ``gain_hi - gain_lo`` are formed as
       ``sign * (x_i - x_j)``, bit-identical to LightGBM's ordered differences because
       IEEE subtraction is sign-symmetric and discounts decrease with rank.
+
+    ``error_model="numpy"`` drops numba's zero-division check (which would stop the
+    vectorisation): the divisors ``0.01 + |delta|`` and ``sum_lambdas`` are positive.
     """
     for k in range(cnt):
         lam[k] = np.float32(0.0)
@@ -261,8 +282,13 @@ def _query_lambdas(cnt, s, lab, gain, discount, inv_max_dcg, table, min_in, max_
     if worst_pos > 0 and s[worst_pos] == _NEG_INF:
         worst_pos -= 1
     use_distance = norm and best != s[worst_pos]
+    # -inf scores sort last: documents past n_finite are in no pair.
+    n_finite = cnt
+    while n_finite > 0 and s[n_finite - 1] == _NEG_INF:
+        n_finite -= 1
     sig_sq = sigmoid * sigmoid
     neg_sig = -sigmoid
+    last_bin = table.shape[0] - 1
     sum_lambdas = 0.0
     top = min(cnt - 1, truncation)
     for k in range(top):
@@ -273,43 +299,65 @@ def _query_lambdas(cnt, s, lab, gain, discount, inv_max_dcg, table, min_in, max_
             continue
         li = lab[i]
         if not listed[li]:
+            # Branch-free compaction (labels alternate unpredictably): every document is
+            # written at the list's end, which advances only past the ones that belong.
             m = 0
-            for j in range(cnt):
-                if lab[j] != li and s[j] != _NEG_INF:
-                    others[li, m] = np.uint32(j)
-                    m += 1
+            for j in range(n_finite):
+                lj = lab[j]
+                others[li, m] = np.uint32(j)
+                lists[0, li, m] = s[j]
+                lists[1, li, m] = gain[j]
+                lists[2, li, m] = discount[j]
+                lists[3, li, m] = 1.0 if li > lj else -1.0
+                m += lj != li
             n_others[li] = np.uint64(m)
             next_other[li] = np.uint64(0)
             listed[li] = True
-        row = others[li]
+        pos = others[li]
         first = next_other[li]
         last = n_others[li]
-        while first < last and row[first] <= i:
+        while first < last and pos[first] <= i:
             first += np.uint64(1)
         next_other[li] = first
+        lo = int(first)
+        n = int(last) - lo
+        o_s = lists[0, li, lo:lo + n]
+        o_gain = lists[1, li, lo:lo + n]
+        o_disc = lists[2, li, lo:lo + n]
+        o_sign = lists[3, li, lo:lo + n]
         gi = gain[i]
         di = discount[i]
-        acc_lam = lam[i]
-        acc_hes = hes[i]
-        for t in range(first, last):
-            j = row[t]
-            sign = 1.0 if li > lab[j] else -1.0
-            delta = sign * (si - s[j])
-            d_ndcg = (sign * (gi - gain[j])) * (di - discount[j]) * inv_max_dcg
-            if use_distance:
-                d_ndcg /= _NORM_EPS + abs(delta)
-            p = _table_sigmoid(delta, table, min_in, max_in, idx_factor)
+        for t in range(n):
+            sign = o_sign[t]
+            delta = sign * (si - o_s[t])
+            pair_bin[t] = _sigmoid_bin(delta, min_in, max_in, idx_factor, last_bin)
+            d_ndcg = (sign * (gi - o_gain[t])) * (di - o_disc[t]) * inv_max_dcg
+            pair_ndcg[t] = d_ndcg / (_NORM_EPS + abs(delta)) if use_distance else d_ndcg
+        for t in range(n):
+            # Bins are >= 0; as unsigned, numba skips its negative-index wraparound.
+            pair_sum[t] = table[np.uint32(pair_bin[t])]
+        for t in range(n):
+            p = pair_sum[t]
+            d_ndcg = pair_ndcg[t]
             p_hess = p * (1.0 - p)
             p_lambda = p * (neg_sig * d_ndcg)
             p_hess = p_hess * (sig_sq * d_ndcg)
             # i is the high document when sign > 0: it gains +lambda, j gets -lambda.
-            f_lambda = np.float32(sign) * np.float32(p_lambda)
-            f_hess = np.float32(p_hess)
+            pair_lam[t] = np.float32(o_sign[t]) * np.float32(p_lambda)
+            pair_hes[t] = np.float32(p_hess)
+            pair_sum[t] = 2.0 * p_lambda  # exact (a power of two), as LightGBM's 2 * p_lambda
+        acc_lam = lam[i]
+        acc_hes = hes[i]
+        row = pos[lo:lo + n]
+        for t in range(n):
+            f_lambda = pair_lam[t]
+            f_hess = pair_hes[t]
+            j = row[t]
             acc_lam += f_lambda
             acc_hes += f_hess
             lam[j] -= f_lambda
             hes[j] += f_hess
-            sum_lambdas -= 2.0 * p_lambda
+            sum_lambdas -= pair_sum[t]
         lam[i] = acc_lam
         hes[i] = acc_hes
     if norm and sum_lambdas > 0.0:
@@ -356,6 +404,14 @@ def _gradient_block(q0, q1, score, labels, gains, boundaries, inv_max_dcg, disco
     n_others = np.zeros(n_labels, dtype=np.uint64)
     next_other = np.zeros(n_labels, dtype=np.uint64)
     listed = np.zeros(n_labels, dtype=np.bool_)
+    # Per label list: score, gain, discount and pair sign of its documents, contiguous.
+    lists = np.empty((4, n_labels, biggest), dtype=np.float64)
+    # One row of pairs: table bin, dNDCG, float32 lambda and hessian, table value then 2 * p_lambda.
+    pair_bin = np.empty(biggest, dtype=np.int32)
+    pair_ndcg = np.empty(biggest, dtype=np.float64)
+    pair_lam = np.empty(biggest, dtype=np.float32)
+    pair_hes = np.empty(biggest, dtype=np.float32)
+    pair_sum = np.empty(biggest, dtype=np.float64)
     for q in range(q0, q1):
         start = boundaries[q]
         cnt = boundaries[q + 1] - start
@@ -366,8 +422,9 @@ def _gradient_block(q0, q1, score, labels, gains, boundaries, inv_max_dcg, disco
             for k in range(cnt):
                 orders[start + k] = order[k]
         _query_lambdas(cnt, s, lab, gain, discount, inv_max_dcg[q], table, min_in,
-                       max_in, idx_factor, sigmoid, truncation, norm, lam, hes,
-                       others, n_others, next_other, listed)
+                       max_in, idx_factor, sigmoid, truncation, norm, lam, hes, lists,
+                       others, n_others, next_other, listed, pair_bin, pair_ndcg, pair_lam,
+                       pair_hes, pair_sum)
         for k in range(cnt):
             row = start + order[k]
             if has_weight:
