@@ -208,14 +208,17 @@ def _flatten_tree(tree: _lightgbm.TreeArrays, k: int, base: int, cat_base: int) 
 
 
 def add_coded_outputs(codes: BinCodes, forest: CodedForest, out: np.ndarray, leaves: np.ndarray | None = None,
-                      known: tuple[np.ndarray, np.ndarray] | None = None) -> None:
+                      known: tuple[np.ndarray, np.ndarray] | None = None, *, rows_checked: bool = False) -> None:
     """:func:`add_outputs` over bin codes (:mod:`smart_lgbm.walk.codes`): the same doubles
     added, from one byte per row and feature instead of the raw values.
 
     ``known``: ``(rows, outputs)``, rows (sorted, unique int32) whose outputs (shape
     ``(len(rows), K)``) are known already (the engine reads the sampled rows' from
     LightGBM's tree learner): they are added to ``out`` as they are, and those rows are
-    not walked (their ``leaves`` are left alone).
+    not walked (their ``leaves`` are left alone).  ``rows_checked``: the caller has already
+    checked that those rows are sorted, unique and in range (the engine's sample, checked
+    once per iteration by :func:`smart_lgbm.iteration.check_sample`); that O(rows) check is
+    then not repeated.
     """
     shape = (codes.num_rows, forest.roots.shape[0])
     _check_output("out", out, np.float64, shape)
@@ -227,7 +230,7 @@ def add_coded_outputs(codes: BinCodes, forest: CodedForest, out: np.ndarray, lea
     if not (isinstance(outputs, np.ndarray) and outputs.dtype == np.float64
             and outputs.shape == (rows.shape[0], shape[1])):
         raise TypeError(f"known outputs must be a float64 array of shape ({rows.shape[0]}, {shape[1]})")
-    if rows.shape[0] and (rows[0] < 0 or rows[-1] >= shape[0] or np.any(rows[1:] <= rows[:-1])):
+    if not rows_checked and rows.shape[0] and (rows[0] < 0 or rows[-1] >= shape[0] or np.any(rows[1:] <= rows[:-1])):
         # (the kernel would walk such rows too and add their known outputs to none)
         raise ValueError(f"known rows must be sorted, unique and in [0, {shape[0]})")
     if codes.num_rows == 0:
