@@ -352,7 +352,7 @@ def draw_sample(solution: Solution, h: np.ndarray, fit: Fit, rng: np.random.Gene
     return out_idx, out_g, out_h
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _no_rows(num_class: int, dtype: np.dtype, read_only: bool = False) -> np.ndarray:
     """An empty ``(0, num_class)`` array standing for an unused gather input, made once
     (nothing can be written into an empty array, so one is shared by every draw)."""
