@@ -296,7 +296,7 @@ class BoostingRun:
                             self._ready = True
                             continue
                         add_coded_outputs(scored.walk, coded, scored.scores, leaves,
-                                          known if key == TRAIN else None)
+                                          known if key == TRAIN else None, rows_checked=True)
                     else:
                         assert isinstance(scored.walk, RawFeatures)  # the plan walks only sets with features
                         add_outputs(scored.walk, forest, scored.scores, leaves)

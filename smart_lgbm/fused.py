@@ -64,8 +64,8 @@ class FusedPass:
     def run(self, codes: BinCodes, forest: CodedForest, scores: np.ndarray,
             known: tuple[np.ndarray, np.ndarray] | None, grad: np.ndarray,
             hess: np.ndarray) -> compiled.Statistics:
-        """Walk ``forest`` over ``codes`` adding to ``scores`` (rows in ``known`` get their
-        known outputs instead), then write ``g, h`` at the new scores into ``grad``/``hess``
+        """Walk ``forest`` over ``codes`` adding to ``scores`` (rows in ``known``, the
+        iteration's checked sample, get their known outputs instead), then write ``g, h`` at the new scores into ``grad``/``hess``
         (the engine's float32 buffers) and return the next rate solve's statistics.
 
         Fresh statistics arrays each call: a state handed to a sampler keeps its own.
@@ -74,7 +74,7 @@ class FusedPass:
         bmax, bsum = np.zeros(nb), np.zeros(nb)
         bpos, bbad, bexp = np.zeros(nb, np.int64), np.zeros(nb, np.int64), np.zeros(nb, np.int64)
         norms = np.zeros((nb, 2))
-        add_coded_outputs(codes, forest, scores, None, known)
+        add_coded_outputs(codes, forest, scores, None, known, rows_checked=True)
         if self.k == 1:
             _kernels().one_column(self.n, scores.reshape(self.n), self.loss, self.sign, self.label, self.weight,
                                   self.param, grad.reshape(self.n), hess.reshape(self.n), self.stats, self.kind,

@@ -83,7 +83,7 @@ def check_sample(sample: Any, n: int, k: int, sampler: Sampler) -> None:
     shape = (m,) if k == 1 else (m, k)
     for name in ("grad", "hess"):
         values = getattr(sample, name)
-        if not isinstance(values, np.ndarray) or not np.issubdtype(values.dtype, np.floating):
+        if not isinstance(values, np.ndarray) or values.dtype.kind != "f":  # (numpy's float types)
             raise TypeError(f"{sampler!r} returned {name} of type {type(values).__name__}"
                             f"{'' if not isinstance(values, np.ndarray) else ' ' + str(values.dtype)}; "
                             f"expected a float numpy array of shape {shape}")

@@ -514,6 +514,47 @@ def test_malformed_trees_are_refused():
             Forest.from_trees([bad])
 
 
+def test_tree_text_integer_fields_are_read_exactly_and_checked():
+    X = np.random.default_rng(18).normal(size=(300, 3))
+    booster = _train(X, X[:, 2], {"objective": "regression", "num_leaves": 4}, 1)
+    [body] = L.tree_bodies(booster.model_to_string())
+    fields = dict(line.split("=", 1) for line in body.split("\n") if "=" in line)
+    tree = L.parse_tree(body)
+    for key, name in (("split_feature", "split_feature"), ("left_child", "left_child"),
+                      ("right_child", "right_child"), ("decision_type", "decision_type")):
+        assert getattr(tree, name).tolist() == [int(v) for v in fields[key].split(" ")]
+
+    def with_first(key: str, value: str) -> str:
+        rest = fields[key].split(" ", 1)[1]
+        return body.replace(f"{key}={fields[key]}", f"{key}={value} {rest}", 1)
+
+    with pytest.raises(ValueError, match="split_feature has a value that is not an integer"):
+        L.parse_tree(with_first("split_feature", "1.5"))
+    with pytest.raises(ValueError, match="left_child has values outside the range of int32"):
+        L.parse_tree(with_first("left_child", str(2**40)))
+    with pytest.raises(ValueError, match="decision_type has values outside the range of int8"):
+        L.parse_tree(with_first("decision_type", "300"))
+    with pytest.raises(ValueError, match="right_child has 4 values, expected 3"):  # an empty value
+        L.parse_tree(body.replace("right_child=", "right_child= ", 1))
+
+
+def test_one_tree_forest_is_the_general_layout():
+    """The engine's every iteration takes the one-tree path; it must equal the joined layout
+    (the first tree of a two-tree forest), the raw walk's feature slots included."""
+    X = np.random.default_rng(19).normal(size=(400, 5))
+    booster = _train(X, X[:, 1] - X[:, 3], {"objective": "regression", "num_leaves": 6}, 2)
+    first, second = (L.parse_tree(body) for body in L.tree_bodies(booster.model_to_string()))
+    one, two = Forest.from_trees([first]), Forest.from_trees([first, second])
+    nodes = 2 * first.num_leaves - 1
+    for key in ("feature", "threshold", "flags", "left", "right", "cat_start", "cat_len", "node_value", "node_leaf"):
+        assert np.array_equal(getattr(one, key), getattr(two, key)[:nodes]), key
+        assert getattr(one, key).dtype == getattr(two, key).dtype, key
+    assert one.roots.tolist() == [0] and one.depths.tolist() == two.depths[:1].tolist()
+    assert one.used_features.tolist() == sorted(set(first.split_feature.tolist()))
+    assert np.array_equal(one.used_features[one.slot[:first.num_leaves - 1]], first.split_feature)
+    assert np.array_equal(two.used_features[two.slot[:nodes - first.num_leaves]], first.split_feature)
+
+
 def test_result_does_not_depend_on_the_number_of_threads(sparse_model):
     booster, Xv = sparse_model
     forest = Forest.from_tree_texts(L.tree_bodies(booster.model_to_string())[:3])

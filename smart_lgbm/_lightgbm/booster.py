@@ -80,7 +80,8 @@ class _StringBuffer:
                 )
             )
             if out_len.value <= self.size:
-                return self.buf.raw[: out_len.value - 1].decode("utf-8")
+                # (exactly the string's bytes: ``buf.raw`` would copy the whole buffer first)
+                return ctypes.string_at(self.buf, out_len.value - 1).decode("utf-8")
             self.size = int(out_len.value * 2)
             self.buf = ctypes.create_string_buffer(self.size)
         raise RuntimeError("model string did not fit the buffer")  # pragma: no cover

@@ -22,6 +22,7 @@ passes (never seen outside contrived spectra) an exact sort-based solve takes ov
 
 from __future__ import annotations
 
+import functools
 import math
 import threading
 from dataclasses import dataclass, field
@@ -338,9 +339,9 @@ def draw_sample(solution: Solution, h: np.ndarray, fit: Fit, rng: np.random.Gene
     m = int(offsets[-1] + counts[-1])
     num_class = h.shape[1]
     src = fit.source
-    anchor = fit.anchor if fit.anchor is not None else _read_only(np.empty((0, num_class), dtype=src.dtype))
-    leaves = fit.leaves if fit.leaves is not None else np.empty((0, num_class), dtype=np.int32)
-    means = fit.means if fit.means is not None else np.empty((0, 0))
+    anchor = fit.anchor if fit.anchor is not None else _no_rows(num_class, src.dtype, read_only=True)
+    leaves = fit.leaves if fit.leaves is not None else _no_rows(num_class, np.dtype(np.int32))
+    means = fit.means if fit.means is not None else _no_rows(0, np.dtype(np.float64))
     out_idx = np.empty(m, dtype=np.int32)
     out_g = np.empty((m, num_class), dtype=src.dtype)
     out_h = np.empty((m, num_class), dtype=h.dtype)
@@ -349,6 +350,14 @@ def draw_sample(solution: Solution, h: np.ndarray, fit: Fit, rng: np.random.Gene
     if squeeze:
         out_g, out_h = out_g.reshape(m), out_h.reshape(m)
     return out_idx, out_g, out_h
+
+
+@functools.cache
+def _no_rows(num_class: int, dtype: np.dtype, read_only: bool = False) -> np.ndarray:
+    """An empty ``(0, num_class)`` array standing for an unused gather input, made once
+    (nothing can be written into an empty array, so one is shared by every draw)."""
+    arr = np.empty((0, num_class), dtype=dtype)
+    return _read_only(arr) if read_only else arr
 
 
 def _read_only(arr: np.ndarray) -> np.ndarray:

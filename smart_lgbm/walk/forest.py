@@ -33,6 +33,7 @@ per block, into a small buffer holding only the features the trees split on.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING
 from collections.abc import Sequence
 
@@ -101,8 +102,6 @@ class Forest:
 
     num_trees: int
     feature: np.ndarray
-    used_features: np.ndarray
-    slot: np.ndarray
     threshold: np.ndarray
     flags: np.ndarray
     left: np.ndarray
@@ -134,34 +133,48 @@ class Forest:
         """The forest of parsed trees (see :func:`smart_lgbm._lightgbm.parse_tree`)."""
         if len(trees) == 0:
             raise ValueError("texts must hold at least one tree")
-        parts: dict[str, list[np.ndarray]] = {key: [] for key in (
-            "feature", "threshold", "flags", "left", "right", "cat_start", "cat_len", "cat_bits",
-            "node_value", "node_leaf")}
+        keys = ("feature", "threshold", "flags", "left", "right", "cat_start", "cat_len", "cat_bits", "node_value",
+                "node_leaf")
+        if len(trees) == 1:  # (the engine's every iteration outside multiclass: nothing to join)
+            nodes = _flatten_tree(trees[0], 0, 0, 0)
+            return cls(num_trees=1, roots=np.zeros(1, dtype=np.int32), depths=np.array([nodes["depth"]], dtype=np.int32),
+                       leaf_values=(trees[0].leaf_value,), **{key: nodes[key] for key in keys})
+        parts: dict[str, list[np.ndarray]] = {key: [] for key in keys}
         roots, depths = [], []
         base = cat_base = 0
         for k, tree in enumerate(trees):
             nodes = _flatten_tree(tree, k, base, cat_base)
-            for key, value in nodes.items():
-                if key != "depth":
-                    parts[key].append(value)
+            for key in keys:
+                parts[key].append(nodes[key])
             roots.append(base)
             depths.append(nodes["depth"])
             base += 2 * tree.num_leaves - 1
             cat_base += tree.cat_threshold.size
-        flat = {key: np.concatenate(values) for key, values in parts.items()}
-        internal = flat["left"] != np.arange(base)
-        used = np.unique(flat["feature"][internal]).astype(np.int32)
-        slot = np.zeros(base, dtype=np.int32)
-        slot[internal] = np.searchsorted(used, flat["feature"][internal])
         return cls(
             num_trees=len(trees),
-            used_features=used,
-            slot=slot,
             roots=np.array(roots, dtype=np.int32),
             depths=np.array(depths, dtype=np.int32),
             leaf_values=tuple(tree.leaf_value for tree in trees),
-            **flat,
+            **{key: np.concatenate(values) for key, values in parts.items()},
         )
+
+    # The raw walk's feature slots, computed when it first asks: the coded walk (the
+    # engine's, every iteration) does not read them.
+    @cached_property
+    def used_features(self) -> np.ndarray:
+        """The distinct features the trees split on, sorted (int32)."""
+        return np.unique(self.feature[self._internal]).astype(np.int32)
+
+    @cached_property
+    def slot(self) -> np.ndarray:
+        """Per node, the position of its feature in ``used_features`` (0 for leaves), int32."""
+        slot = np.zeros(self.feature.shape[0], dtype=np.int32)
+        slot[self._internal] = np.searchsorted(self.used_features, self.feature[self._internal])
+        return slot
+
+    @property
+    def _internal(self) -> np.ndarray:
+        return self.left != np.arange(self.left.shape[0])
 
     @property
     def kernel_arrays(self) -> tuple[np.ndarray, ...]:
@@ -195,14 +208,17 @@ def _flatten_tree(tree: _lightgbm.TreeArrays, k: int, base: int, cat_base: int) 
 
 
 def add_coded_outputs(codes: BinCodes, forest: CodedForest, out: np.ndarray, leaves: np.ndarray | None = None,
-                      known: tuple[np.ndarray, np.ndarray] | None = None) -> None:
+                      known: tuple[np.ndarray, np.ndarray] | None = None, *, rows_checked: bool = False) -> None:
     """:func:`add_outputs` over bin codes (:mod:`smart_lgbm.walk.codes`): the same doubles
     added, from one byte per row and feature instead of the raw values.
 
     ``known``: ``(rows, outputs)``, rows (sorted, unique int32) whose outputs (shape
     ``(len(rows), K)``) are known already (the engine reads the sampled rows' from
     LightGBM's tree learner): they are added to ``out`` as they are, and those rows are
-    not walked (their ``leaves`` are left alone).
+    not walked (their ``leaves`` are left alone).  ``rows_checked``: the caller has already
+    checked that those rows are sorted, unique and in range (the engine's sample, checked
+    once per iteration by :func:`smart_lgbm.iteration.check_sample`); that O(rows) check is
+    then not repeated.
     """
     shape = (codes.num_rows, forest.roots.shape[0])
     _check_output("out", out, np.float64, shape)
@@ -214,7 +230,7 @@ def add_coded_outputs(codes: BinCodes, forest: CodedForest, out: np.ndarray, lea
     if not (isinstance(outputs, np.ndarray) and outputs.dtype == np.float64
             and outputs.shape == (rows.shape[0], shape[1])):
         raise TypeError(f"known outputs must be a float64 array of shape ({rows.shape[0]}, {shape[1]})")
-    if rows.shape[0] and (rows[0] < 0 or rows[-1] >= shape[0] or np.any(rows[1:] <= rows[:-1])):
+    if not rows_checked and rows.shape[0] and (rows[0] < 0 or rows[-1] >= shape[0] or np.any(rows[1:] <= rows[:-1])):
         # (the kernel would walk such rows too and add their known outputs to none)
         raise ValueError(f"known rows must be sorted, unique and in [0, {shape[0]})")
     if codes.num_rows == 0:
