@@ -32,6 +32,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from ._twins import row_kernel
+
 from .losses._kernels import binary_row, l2_row, softmax_row
 from .samplers._kernels import BLOCK, _score, norm_row, scan_row
 from .samplers.compiled import FIRST
@@ -71,7 +73,7 @@ def _block_statistics(b, n, grad, hess, stats, kind, bmax, bpos, bbad, bsum, nor
         norms[b, 1] = ha
 
 
-@njit(parallel=True, cache=True)
+@row_kernel(rows=0)
 def gradients_statistics(n, out, cls, weight, factor, grad, hess, stats, kind, bmax, bpos, bbad, bsum, norms):
     """Softmax ``g, h`` of every row at the scores ``out`` and each block's statistics (module notes).
 
@@ -105,7 +107,7 @@ def _one_column_row(loss, i, raw, sign, label, weight, weighted, param, grad, he
     return grad[i], hess[i]
 
 
-@njit(parallel=True, cache=True)
+@row_kernel(rows=0)
 def one_column(n, raw, loss, sign, label, weight, param, grad, hess, stats, kind, bmax, bpos, bbad, bsum, norms):
     """Binary or L2 ``g, h`` of every row at the scores ``raw`` (1-D) and each block's statistics.
 

@@ -23,6 +23,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from .._twins import row_kernel
+
 #: LightGBM's ``kZeroThreshold`` (``const double kZeroThreshold = 1e-35f``): the float32
 #: nearest 1e-35, widened to double.  Row functions drop values with ``|x|`` at most this.
 K_ZERO_THRESHOLD = float(np.float32(1e-35))
@@ -191,7 +193,7 @@ def _chunk_bounds(c, nchunks, nblocks):
     return c * nblocks // nchunks, (c + 1) * nblocks // nchunks
 
 
-@njit(parallel=True, cache=True)
+@row_kernel(rows=0, axis=0)
 def walk_dense(X, block, chunks, column, forest, out, leaves, want_leaves):
     """Dense rows, any memory layout: ``x = (double) X[i, f]``, ``|x| <= kZeroThreshold``
     read as 0 (``RowPairFunctionFromDenseMatric``)."""
@@ -254,7 +256,7 @@ def _gather_csc(indptr, search, indices, data, slot_features, start, m, buf):
             buf[j, s] = data[p] if p < hi and indices[p] == start + j else 0.0
 
 
-@njit(parallel=True, cache=True)
+@row_kernel(rows=1)
 def walk_sparse(is_csc, n, indptr, indices, data, search, slot_of_feature, slot_features, block, chunks,
                 column, forest, out, leaves, want_leaves):
     """CSR or CSC rows, gathered per block into a buffer of the split features' values.
@@ -320,7 +322,7 @@ def _code(x, bounds, lo, length, nan_code):
     return _position(bounds, lo, length, x)
 
 
-@njit(parallel=True, cache=True)
+@row_kernel(rows=1)
 def encode_sparse(is_csc, n, indptr, indices, data, column_of_feature, bounds, starts, lengths, nan_codes, codes):
     """Codes of a CSR (each row's entries in storage order, the last duplicate winning) or
     canonical CSC matrix; absent entries read 0.  Returns False (codes unusable) when a
@@ -364,7 +366,7 @@ MISS_SHIFT = 40
 DEFAULT_SHIFT = 49
 
 
-@njit(parallel=True, cache=True)
+@row_kernel(rows=0, axis=1)
 def walk_codes(codes, block, chunks, info, child, node_value, node_leaf, roots, depths, skip, skip_out, out, leaves,
                want_leaves):
     """The forest walked over column-major codes, rows in lockstep blocks; the child is
@@ -390,7 +392,7 @@ def walk_codes(codes, block, chunks, info, child, node_value, node_leaf, roots, 
         node = np.empty(block, dtype=np.int64)
         row = np.empty(block, dtype=np.int64)
         r, r_end = b0 * block, min(n, b1 * block)
-        p = np.searchsorted(skip, r)
+        p = _lower_bound(skip, 0, ns, r)  # (np.searchsorted's compilation costs more than this kernel's own)
         while r < r_end:
             m = 0
             while m < block and r < r_end:  # the next rows that are not skipped, run by run
