@@ -127,9 +127,18 @@ CASES = {
                                {"trim_histogram", "trim_counts", "trim_gather"}),
     "binary-loss_based": ("binary", lambda: sl.LossBased(rate=0.2), {"binary_loss", "draw"}),
     "multiclass-first_order": ("multiclass", lambda: sl.FirstOrder(rate=0.2), {"gradients_statistics"}),
-    "multiclass-loss_based": ("multiclass", lambda: sl.LossBased(rate=0.2), {"softmax_loss"}),
-    "regression-loss_based": ("regression", lambda: sl.LossBased(rate=0.2), {"l2_loss"}),
+    "multiclass-loss_based": ("multiclass", lambda: sl.LossBased(rate=0.2), {"softmax_gradients", "softmax_loss"}),
+    "regression-loss_based": ("regression", lambda: sl.LossBased(rate=0.2), {"l2_gradients", "l2_loss"}),
 }
+#: Kernels whose twins the direct and walk tests below compare.
+DIRECT = {"scan", "scaled_histogram", "cap_round", "closest_row", "probabilities", "draw", "norm_sums", "leaf_means",
+          "trim_histogram", "trim_counts", "encode_sparse", "walk_dense", "walk_sparse"}
+
+
+def test_every_row_kernel_has_its_twins_compared():
+    """A new kernel decorated with row_kernel must join one of this file's comparisons."""
+    covered = DIRECT.union(*(kernels for _, _, kernels in CASES.values()))
+    assert {name.rsplit(".", 1)[-1] for name in _twins.REGISTRY} == covered
 
 
 @pytest.mark.parametrize("case", list(CASES))
