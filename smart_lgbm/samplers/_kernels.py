@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import errors, njit, prange, types
+from numba import errors, njit, prange
 from numba.extending import overload
 from numba.np.numpy_support import from_dtype
 
@@ -119,7 +119,7 @@ def _any_kind(kind, g, h, buf, lam, i):
 
 
 def _score(kind, g, h, buf, lam, i):  # pragma: no cover - compiled code calls the overload below
-    """Row ``i``'s importance of kind ``kind`` (module notes): a marker or a run-time int."""
+    """Row ``i``'s importance of kind ``kind`` (module notes), given as its marker."""
     raise NotImplementedError
 
 
@@ -131,13 +131,13 @@ def _score_of_kind(kind, g, h, buf, lam, i):
     """Only the code of the kernel's own kind is compiled when the kind arrives as its
     marker (``compiled.KIND_MARKERS``, a zero-length array whose dtype names the kind): a
     kernel compiles once per kind a run uses (one or two), a type cached and dispatched
-    like any other, instead of every kind's branch.  A run-time int kind (the fused pass's
-    statistics) compiles every branch."""
-    if isinstance(kind, types.Integer):
-        return lambda kind, g, h, buf, lam, i: _any_kind(kind, g, h, buf, lam, i)
+    like any other, instead of every kind's branch.  (A run-time int kind is
+    :func:`_any_kind`'s, which the fused pass calls directly: through this overload, whose
+    implementation numba does not inline, the kinds' branch stayed inside the row loop and
+    the scan ran several times slower.)"""
     kind_of = _KIND_OF_MARKER.get(getattr(kind, "dtype", None))
     if kind_of is None:
-        raise errors.TypingError(f"_score needs a kind marker (compiled.KIND_MARKERS) or an int, got {kind}")
+        raise errors.TypingError(f"_score needs a kind marker (compiled.KIND_MARKERS), got {kind}")
     if kind_of == BUFFER:
         return lambda kind, g, h, buf, lam, i: buf[i]
     if kind_of == CONST:
