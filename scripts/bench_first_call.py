@@ -6,7 +6,8 @@ Every entry point runs in its own fresh subprocess with an **empty** ``NUMBA_CAC
 of the checkout), as on a new machine, CI runner, Dask worker container or notebook:
 
 * ``import smart_lgbm`` (seconds);
-* the first ``sl.train`` (5 rounds; this is where the kernels it uses compile);
+* the first ``sl.train`` (5 rounds; this is where the kernels it uses compile), wall and
+  CPU time (the process's, all threads: less sensitive to other work on the machine);
 * a second, identical ``sl.train`` in the same process (nothing left to compile: the
   training itself);
 * the numba functions compiled during the first call, with the seconds each took (a
@@ -92,13 +93,13 @@ event.register("numba:compile", Listener())
 
 def train():
     data = lgb.Dataset(X, y, group=group)
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.process_time()
     sl.train(params, data, 5, sampler=eval(sampler_expr, {"sl": sl}))
-    return time.perf_counter() - t
+    return time.perf_counter() - t, time.process_time() - c
 
-first = train()
-second = train()
-print(json.dumps({"import": t_import, "first": first, "second": second,
+(first, first_cpu) = train()
+(second, _) = train()
+print(json.dumps({"import": t_import, "first": first, "first_cpu": first_cpu, "second": second,
                   "compiled": sorted(compiled.items(), key=lambda kv: -kv[1])}))
 '''
 
@@ -121,6 +122,7 @@ def measure(entry: str, repeats: int) -> dict:
             cached.append(run_child(entry, cache))  # a second fresh process finds the first one's cache
     med = lambda runs, key: statistics.median(r[key] for r in runs)  # noqa: E731
     return {"entry": entry, "import": med(cold, "import"), "first": med(cold, "first"),
+            "first_cpu": med(cold, "first_cpu"),
             "second": med(cold, "second"), "cached": med(cached, "first"), "compiled": cold[0]["compiled"]}
 
 
@@ -139,14 +141,15 @@ def markdown(rows: list[dict], repeats: int) -> str:
         f"load average at the end {load[0]:.1f}"
         + (" (above the core count: other work skewed these times)." if load[0] > (os.cpu_count() or 1) else "."),
         "",
-        "| entry point | import smart_lgbm | first sl.train | second sl.train | first sl.train, cached | "
-        "largest compilations (s) |",
-        "|---|---:|---:|---:|---:|---|",
+        "| entry point | import smart_lgbm | first sl.train | its CPU time | second sl.train | "
+        "first sl.train, cached | largest compilations (s) |",
+        "|---|---:|---:|---:|---:|---:|---|",
     ]
     for r in rows:
         top = ", ".join(f"{name.rsplit('.', 1)[-1]} {sec:.2f}" for name, sec in r["compiled"][:4]
                         if name.startswith("smart_lgbm"))
-        lines.append(f"| {r['entry']} | {r['import']:.2f} | {r['first']:.2f} | {r['second']:.2f} | "
+        lines.append(f"| {r['entry']} | {r['import']:.2f} | {r['first']:.2f} | {r['first_cpu']:.2f} | "
+                     f"{r['second']:.2f} | "
                      f"{r['cached']:.2f} | {top} |")
     return "\n".join(lines) + "\n"
 
@@ -160,7 +163,8 @@ def main() -> int:
     rows = []
     for entry in args.entry:
         row = measure(entry, args.repeats)
-        print(f"{entry}: first {row['first']:.2f} s, second {row['second']:.2f} s, cached {row['cached']:.2f} s",
+        print(f"{entry}: first {row['first']:.2f} s (CPU {row['first_cpu']:.2f} s), second {row['second']:.2f} s, "
+              f"cached {row['cached']:.2f} s",
               file=sys.stderr, flush=True)
         rows.append(row)
     text = markdown(rows, args.repeats)

@@ -32,8 +32,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from ._twins import row_kernel
+
 from .losses._kernels import binary_row, l2_row, softmax_row
-from .samplers._kernels import BLOCK, _score, norm_row, scan_row
+from .samplers._kernels import BLOCK, _any_kind, norm_row, scan_row
 from .samplers.compiled import FIRST
 from .samplers.compiled import STATS_NORMS as NORMS
 from .samplers.compiled import STATS_SCAN as SCAN
@@ -55,7 +57,8 @@ def _block_statistics(b, n, grad, hess, stats, kind, bmax, bpos, bbad, bsum, nor
         bad = 0
         acc = 0.0
         for i in range(lo, hi):
-            mx, pos, bad, acc = scan_row(_score(kind, grad, hess, _EMPTY, 0.0, i), mx, pos, bad, acc)
+            # the sampler kernels' importance (``kind`` an int here: every kind's code, inlined)
+            mx, pos, bad, acc = scan_row(_any_kind(kind, grad, hess, _EMPTY, 0.0, i), mx, pos, bad, acc)
         bmax[b] = mx
         bpos[b] = pos
         bbad[b] = bad
@@ -71,7 +74,7 @@ def _block_statistics(b, n, grad, hess, stats, kind, bmax, bpos, bbad, bsum, nor
         norms[b, 1] = ha
 
 
-@njit(parallel=True, cache=True)
+@row_kernel(rows=0)
 def gradients_statistics(n, out, cls, weight, factor, grad, hess, stats, kind, bmax, bpos, bbad, bsum, norms):
     """Softmax ``g, h`` of every row at the scores ``out`` and each block's statistics (module notes).
 
@@ -105,7 +108,7 @@ def _one_column_row(loss, i, raw, sign, label, weight, weighted, param, grad, he
     return grad[i], hess[i]
 
 
-@njit(parallel=True, cache=True)
+@row_kernel(rows=0)
 def one_column(n, raw, loss, sign, label, weight, param, grad, hess, stats, kind, bmax, bpos, bbad, bsum, norms):
     """Binary or L2 ``g, h`` of every row at the scores ``raw`` (1-D) and each block's statistics.
 

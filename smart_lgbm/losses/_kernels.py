@@ -18,6 +18,8 @@ import math
 import numpy as np
 from numba import njit, prange
 
+from .._twins import row_kernel
+
 #: Rows per parallel task in the multiclass kernels (one scratch row per task).
 _ROW_BLOCK = 4096
 _LOG2 = math.log(2.0)
@@ -26,29 +28,12 @@ _LOG2 = math.log(2.0)
 @njit(cache=True, inline="always")
 def binary_row(sign, sigmoid, raw):
     """One row's unweighted ``(g, h)`` in double (``sign`` = +-1.0 for label 1/0): the
-    expressions of ``BinaryLogloss::GetGradients``, shared with the fused pass
-    (:mod:`smart_lgbm._fused_kernels`) so that both give the same bits."""
+    expressions of ``BinaryLogloss::GetGradients`` (``is_unbalance`` and
+    ``scale_pos_weight`` off).  The binary gradients of every row are
+    :func:`smart_lgbm._fused_kernels.one_column`'s, for the loss and the fused pass alike."""
     response = (-sign * sigmoid) / (1.0 + math.exp(sign * sigmoid * raw))
     abs_response = abs(response)
     return response, abs_response * (sigmoid - abs_response)
-
-
-@njit(parallel=True, cache=True)
-def binary_gradients(raw, label, weight, sigmoid, grad, hess):
-    """LightGBM's ``BinaryLogloss::GetGradients`` (``is_unbalance`` and ``scale_pos_weight`` off).
-
-    ``weight`` empty means unit weights.
-    """
-    n = raw.shape[0]
-    weighted = weight.shape[0] > 0
-    for i in prange(n):
-        response, h = binary_row(1.0 if label[i] > 0.0 else -1.0, sigmoid, raw[i])
-        if weighted:
-            grad[i] = response * weight[i]
-            hess[i] = h * weight[i]
-        else:
-            grad[i] = response
-            hess[i] = h
 
 
 @njit(cache=True, inline="always")
@@ -61,7 +46,7 @@ def _log1p_exp(x):
     return math.log1p(math.exp(x))
 
 
-@njit(parallel=True, cache=True)
+@row_kernel(rows=0, axis=0)
 def binary_loss(raw, label, weight, sigmoid, out):
     """Per-row log-loss ``log(1 + exp(-sign * sigmoid * raw))`` times the weight."""
     n = raw.shape[0]
@@ -89,7 +74,7 @@ def l2_row(raw, label, weight, weighted, i, grad, hess):
         hess[i] = 1.0
 
 
-@njit(parallel=True, cache=True)
+@row_kernel(rows=0, axis=0)
 def l2_gradients(raw, label, weight, grad, hess):
     """LightGBM's ``RegressionL2loss::GetGradients`` (see :func:`l2_row`)."""
     n = raw.shape[0]
@@ -98,7 +83,7 @@ def l2_gradients(raw, label, weight, grad, hess):
         l2_row(raw[i], label[i], weight, weighted, i, grad, hess)
 
 
-@njit(parallel=True, cache=True)
+@row_kernel(rows=0, axis=0)
 def l2_loss(raw, label, weight, out):
     """Per-row ``0.5 * (raw - label)**2`` times the weight."""
     n = raw.shape[0]
@@ -142,7 +127,7 @@ def softmax_row(raw, i, y, weight, weighted, factor, e, grad, hess):
             hess[i, k] = h
 
 
-@njit(parallel=True, cache=True)
+@row_kernel(rows=0, axis=0)
 def softmax_gradients(raw, label, weight, factor, grad, hess):
     """LightGBM's ``MulticlassSoftmax::GetGradients`` on row-major ``(n, K)`` arrays
     (see :func:`softmax_row`)."""
@@ -155,7 +140,7 @@ def softmax_gradients(raw, label, weight, factor, grad, hess):
             softmax_row(raw, i, int(label[i]), weight, weighted, factor, e, grad, hess)
 
 
-@njit(parallel=True, cache=True)
+@row_kernel(rows=0, axis=0)
 def softmax_loss(raw, label, weight, out):
     """Per-row ``-log softmax(raw)[label]`` times the weight (scipy's ``log_softmax`` order)."""
     n, num_class = raw.shape

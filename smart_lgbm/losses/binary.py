@@ -9,6 +9,28 @@ from scipy.special import expit
 
 from .base import K_EPSILON, Loss, Target, apply_weight, loss_buffer_arrays, weighted_sums
 
+#: :func:`_fused_kernels.one_column`'s unused label and statistics arrays, typed as the fused
+#: pass passes them (so both calls share one compiled specialisation).
+_NO_LABEL = np.empty(0)
+_NO_STATISTICS = (np.empty(0), np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0), np.empty((0, 2)))
+
+
+def one_column_gradients(raw: np.ndarray, sign: np.ndarray, weight: np.ndarray, sigmoid: float, grad: np.ndarray,
+                         hess: np.ndarray) -> None:
+    """Binary float32 gradients of every row (``sign`` +-1 per row as int8) into ``grad``, ``hess``.
+
+    The fused pass's own kernel (:func:`smart_lgbm._fused_kernels.one_column`) without its
+    rate-solve statistics: a fresh environment compiles one kernel, not two, for the same
+    bits (``binary_row`` of :mod:`._kernels`, weight applied in double before the float32
+    store).
+    """
+    from .. import _fused_kernels as fk  # numba loads on first use
+    from ..samplers import compiled
+
+    n = raw.shape[0]
+    fk.one_column(n, raw, fk.BINARY, sign, _NO_LABEL, weight, sigmoid, grad.reshape(n), hess.reshape(n),
+                  compiled.STATS_NONE, 0, *_NO_STATISTICS)
+
 
 class BinaryLogloss(Loss, kernels={"gradient_hessian": "_gradient_kernel", "loss": "_loss_kernel"}):
     """Logistic loss with LightGBM's ``sigmoid`` scale.
@@ -83,10 +105,10 @@ class BinaryLogloss(Loss, kernels={"gradient_hessian": "_gradient_kernel", "loss
         return apply_weight(response, target.weight), apply_weight(hess, target.weight)
 
     def _gradient_kernel(self, raw: np.ndarray, target: Target, grad: np.ndarray, hess: np.ndarray) -> None:
-        from . import _kernels  # numba loads on first use
-
         raw, label, weight = loss_buffer_arrays(raw, target, 1)
-        _kernels.binary_gradients(raw, label, weight, self.sigmoid, grad, hess)
+        if "binary_sign" not in target.cache:  # the label as the fused pass reads it: one byte per row
+            target.cache["binary_sign"] = np.where(label > 0.0, 1, -1).astype(np.int8)
+        one_column_gradients(raw, target.cache["binary_sign"], weight, self.sigmoid, grad, hess)
 
     def _loss_kernel(self, raw: np.ndarray, target: Target, out: np.ndarray) -> None:
         """Per-row ``log(1 + exp(-sign * sigmoid * raw))`` (sign = +-1 for label 1/0), weighted."""

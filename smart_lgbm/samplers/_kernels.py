@@ -9,7 +9,8 @@ Conventions shared by every kernel:
   engine, float64 from user code); ``n`` is passed explicitly, so kernels that read a
   float64 importance buffer ``buf`` instead can take empty ``(0, 1)`` arrays for them.
 * ``kind`` selects the importance ``s_i`` a kernel recomputes from the row on the fly (no
-  n-sized importance array is kept): ``FIRST`` ``|g_i|`` (Euclidean norm over K),
+  n-sized importance array is kept; the kernels receive it as its marker, so each compiles
+  only its kind's code, see :func:`_score_of_kind`): ``FIRST`` ``|g_i|`` (Euclidean norm over K),
   ``SECOND`` ``sum_k h_ik``, ``MVS`` ``sqrt(|g_i|^2 + lam |h_i|^2)``, ``BUFFER``
   ``buf[i]``, ``CONST`` 1.
 * ``p_i = min(1, rho * t_i)`` with ``t_i = (s_i * c1) * c2``: ``c1 * c2`` is a power of two
@@ -28,9 +29,13 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit, prange
+from numba import errors, njit, prange
+from numba.extending import overload
+from numba.np.numpy_support import from_dtype
 
-from .compiled import BLOCK, BUFFER, CONST, FIRST, FIT_ANCHOR, FIT_REGULARISED, SECOND
+from .._twins import row_kernel
+
+from .compiled import BLOCK, BUFFER, CONST, FIRST, FIT_ANCHOR, FIT_REGULARISED, KIND_MARKERS, SECOND
 #: Rows per block of the histogram kernels (their per-block tables are larger).
 HIST_BLOCK = 65536
 
@@ -81,24 +86,67 @@ def _row_weight(h, i):
 
 
 @njit(cache=True, inline="always")
-def _score(kind, g, h, buf, lam, i):
+def _first(g, i):
+    """``|g_i|``, the Euclidean norm over the K columns."""
+    num_class = g.shape[1]
+    if num_class == 1:
+        return abs(np.float64(g[i, 0]))
+    acc = 0.0
+    for k in range(num_class):
+        v = np.float64(g[i, k])
+        acc += v * v
+    return math.sqrt(acc)
+
+
+@njit(cache=True, inline="always")
+def _mvs(g, h, lam, i):
+    gg, hh = _squares(g, h, i)
+    return math.sqrt(gg + lam * hh)
+
+
+@njit(cache=True, inline="always")
+def _any_kind(kind, g, h, buf, lam, i):
+    """Row ``i``'s importance of the run-time ``kind`` (every kind's code compiled)."""
     if kind == BUFFER:
         return buf[i]
     if kind == CONST:
         return 1.0
-    num_class = g.shape[1]
     if kind == FIRST:
-        if num_class == 1:
-            return abs(np.float64(g[i, 0]))
-        acc = 0.0
-        for k in range(num_class):
-            v = np.float64(g[i, k])
-            acc += v * v
-        return math.sqrt(acc)
+        return _first(g, i)
     if kind == SECOND:
         return _row_weight(h, i)
-    gg, hh = _squares(g, h, i)  # MVS
-    return math.sqrt(gg + lam * hh)
+    return _mvs(g, h, lam, i)
+
+
+def _score(kind, g, h, buf, lam, i):  # pragma: no cover - compiled code calls the overload below
+    """Row ``i``'s importance of kind ``kind`` (module notes), given as its marker."""
+    raise NotImplementedError
+
+
+_KIND_OF_MARKER = {from_dtype(marker.dtype): kind for kind, marker in KIND_MARKERS.items()}
+
+
+@overload(_score)
+def _score_of_kind(kind, g, h, buf, lam, i):
+    """Only the code of the kernel's own kind is compiled when the kind arrives as its
+    marker (``compiled.KIND_MARKERS``, a zero-length array whose dtype names the kind): a
+    kernel compiles once per kind a run uses (one or two), a type cached and dispatched
+    like any other, instead of every kind's branch.  (A run-time int kind is
+    :func:`_any_kind`'s, which the fused pass calls directly: through this overload, whose
+    implementation numba does not inline, the kinds' branch stayed inside the row loop and
+    the scan ran several times slower.)"""
+    kind_of = _KIND_OF_MARKER.get(getattr(kind, "dtype", None))
+    if kind_of is None:
+        raise errors.TypingError(f"_score needs a kind marker (compiled.KIND_MARKERS), got {kind}")
+    if kind_of == BUFFER:
+        return lambda kind, g, h, buf, lam, i: buf[i]
+    if kind_of == CONST:
+        return lambda kind, g, h, buf, lam, i: 1.0
+    if kind_of == FIRST:
+        return lambda kind, g, h, buf, lam, i: _first(g, i)
+    if kind_of == SECOND:
+        return lambda kind, g, h, buf, lam, i: _row_weight(h, i)
+    return lambda kind, g, h, buf, lam, i: _mvs(g, h, lam, i)
 
 
 @njit(cache=True, inline="always")
@@ -147,7 +195,7 @@ def norm_totals(sums):
     return total[0], total[1]
 
 
-@njit(parallel=True, cache=True)
+@row_kernel(rows=0)
 def norm_sums(n, g, h):
     """``(sum_i |g_i|, sum_i |h_i|)`` (Euclidean norms over K), for MVS's automatic lambda.
 
@@ -201,7 +249,7 @@ def scan_totals(bmax, bpos, bbad, bexp, bsum, want_sum):
     return smax, n_pos, n_bad, exponent, total
 
 
-@njit(parallel=True, cache=True)
+@row_kernel(rows=1)
 def scan(kind, n, g, h, buf, lam, want_sum, plain):
     """One pass over the importances.
 
@@ -266,7 +314,7 @@ def bucket_edges(j):
     return (0.5 + sub / (2.0 * SUB)) * scale, (0.5 + (sub + 1) / (2.0 * SUB)) * scale
 
 
-@njit(parallel=True, cache=True)
+@row_kernel(rows=1)
 def scaled_histogram(kind, n, g, h, buf, lam, c1, c2):
     """Count and sum of the scaled importances ``t`` per bucket (see :func:`_bucket`)."""
     nb = (n + HIST_BLOCK - 1) // HIST_BLOCK
@@ -313,7 +361,7 @@ def bracket(count, total, m):
     return (m - capped) / free_sum, capped, free_sum, False
 
 
-@njit(parallel=True, cache=True)
+@row_kernel(rows=1)
 def cap_round(kind, n, g, h, buf, lam, c1, c2, rho):
     """``(capped, free_sum)`` at ``rho``: rows with ``rho t >= 1`` and the sum of the other ``t``."""
     nb = (n + BLOCK - 1) // BLOCK
@@ -360,14 +408,14 @@ def sorted_rho(kind, n, g, h, buf, lam, c1, c2, m):
     return best
 
 
-@njit(parallel=True, cache=True)
+@row_kernel(rows=1)
 def probabilities(kind, n, g, h, buf, lam, c1, c2, rho, out):
     """``p_i`` of every row into ``out`` (for the public ``probabilities`` methods)."""
     for i in prange(n):
         out[i] = _prob(_score(kind, g, h, buf, lam, i), c1, c2, rho)
 
 
-@njit(parallel=True, cache=True)
+@row_kernel(rows=1)
 def draw(kind, n, g, h, buf, lam, c1, c2, rho, key, scratch):
     """Bernoulli draw: block ``b``'s drawn rows go, in order, to ``scratch[b * BLOCK:]``.
 
@@ -382,7 +430,7 @@ def draw(kind, n, g, h, buf, lam, c1, c2, rho, key, scratch):
         hi = min(n, lo + BLOCK)
         gb = g[lo:hi] if g.shape[0] > 0 else g
         hb = h[lo:hi] if h.shape[0] > 0 else h
-        bb = buf[lo:hi] if kind == BUFFER else buf
+        bb = buf[lo:hi] if buf.shape[0] > 0 else buf  # (a BUFFER importance: n values)
         out = scratch[lo:hi]
         c = 0
         for j in range(hi - lo):
@@ -396,7 +444,7 @@ def draw(kind, n, g, h, buf, lam, c1, c2, rho, key, scratch):
     return counts
 
 
-@njit(parallel=True, cache=True)
+@row_kernel(rows=1)
 def closest_row(kind, n, g, h, buf, lam, c1, c2, rho, key):
     """The row minimising ``u_i / p_i`` over ``p_i > 0`` (lowest index on ties), or -1.
 
@@ -423,7 +471,7 @@ def closest_row(kind, n, g, h, buf, lam, c1, c2, rho, key):
     return row
 
 
-@njit(parallel=True, cache=True)
+@row_kernel(rows=1)
 def gather(kind, n, g, h, buf, lam, c1, c2, rho, scratch, counts, offsets, block,
            gsrc, hsrc, anchor, leaves, means, eta, fit, out_idx, out_g, out_h):
     """Write the drawn rows (``scratch``, ``counts`` per block of ``block`` rows) and their
@@ -450,7 +498,7 @@ def gather(kind, n, g, h, buf, lam, c1, c2, rho, scratch, counts, offsets, block
                 out_h[off + j, k] = np.float64(hsrc[i, k]) * inv
 
 
-@njit(parallel=True, cache=True)
+@row_kernel(rows=0, axis=0)
 def leaf_means(values, leaves, n_leaves):
     """``means[k, l]``: mean of ``values[:, k]`` over the rows with ``leaves[:, k] == l`` (0 if none)."""
     n, num_class = values.shape
@@ -481,7 +529,7 @@ def _key(w, cell, cell_bits):
     return cell_bits[0]
 
 
-@njit(parallel=True, cache=True)
+@row_kernel(rows=0)
 def trim_histogram(n, h, shift_hi, prefix, shift_lo):
     """Histogram of the weights ``w_i = sum_k h_ik`` whose key has ``key >> shift_hi == prefix``,
     by the key bits ``[shift_lo, shift_hi)``.
@@ -522,7 +570,7 @@ def trim_histogram(n, h, shift_hi, prefix, shift_lo):
     return _columns_in_order(cnt), _columns_in_order(sm), kmin, kmax, _columns_in_order(bbad)[0]
 
 
-@njit(parallel=True, cache=True)
+@row_kernel(rows=0)
 def trim_counts(n, h, tau):
     """Per block of ``BLOCK`` rows: how many weights have key below ``tau`` and equal to it."""
     nb = (n + BLOCK - 1) // BLOCK
@@ -540,7 +588,7 @@ def trim_counts(n, h, tau):
     return less, ties
 
 
-@njit(parallel=True, cache=True)
+@row_kernel(rows=0)
 def trim_gather(n, g, h, tau, n_tied_drop, tie_start, offsets, out_idx, out_g, out_h):
     """Keep the rows with key above ``tau`` and those with key ``tau`` from the
     ``n_tied_drop``-th on (ties in row order; ``tie_start[b]`` ties precede block ``b``)."""

@@ -34,6 +34,12 @@ _EMPTY_F64 = np.empty(0, dtype=np.float64)
 #: Importance kinds the kernels recompute per row: ``|g_i|``, ``sum_k h_ik``, MVS's
 #: ``sqrt(|g_i|^2 + lambda |h_i|^2)``, a float64 buffer, the constant 1 (uniform).
 FIRST, SECOND, MVS, BUFFER, CONST = 0, 1, 2, 3, 4
+#: Each kind as the sampler kernels receive it: a zero-length array whose dtype names the
+#: kind, so that numba compiles a kernel once per kind it is used with, and only that kind's
+#: code (``_kernels._score_of_kind``).
+KIND_MARKERS: dict[int, np.ndarray] = {FIRST: np.empty(0, np.int8), SECOND: np.empty(0, np.int16),
+                                       MVS: np.empty(0, np.int32), BUFFER: np.empty(0, np.uint8),
+                                       CONST: np.empty(0, np.uint16)}
 #: LossBased's marker: the importance is the loss's per-row loss (clipped at 0), in a buffer.
 LOSS = -1
 #: The kinds a built-in sampler can register as its compiled importance.
@@ -118,7 +124,7 @@ class Importance:
     lam: float = 0.0
 
     def args(self) -> tuple:
-        return self.kind, self.n, self.g, self.h, self.buf, self.lam
+        return KIND_MARKERS[self.kind], self.n, self.g, self.h, self.buf, self.lam
 
 
 def buffer_importance(values: np.ndarray, n: int, owner: str, g: np.ndarray | None = None,

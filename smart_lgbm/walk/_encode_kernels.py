@@ -15,7 +15,9 @@ value for value (``tests/test_bincodes.py``).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import prange
+
+from .._twins import row_kernel
 
 #: Rows searched in lockstep (16 measured fastest against 8, 32 and 64).
 LANES = 16
@@ -37,7 +39,7 @@ def padded_bounds(bounds: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     return padded, depth
 
 
-@njit(parallel=True, cache=True)
+@row_kernel(rows=0, axis=0)
 def encode_dense(X, features, padded, depth, nan_codes, zero_threshold, codes):
     """``codes[j, i]``: the code of ``X[i, features[j]]``.
 

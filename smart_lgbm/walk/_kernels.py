@@ -23,6 +23,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from .._twins import row_kernel
+
 #: LightGBM's ``kZeroThreshold`` (``const double kZeroThreshold = 1e-35f``): the float32
 #: nearest 1e-35, widened to double.  Row functions drop values with ``|x|`` at most this.
 K_ZERO_THRESHOLD = float(np.float32(1e-35))
@@ -97,28 +99,23 @@ MALFORMED, NEGATIVE_FEATURE, BAD_BITSET = -1, -2, -3
 
 @njit(cache=True)
 def flatten_tree(split_feature, threshold, decision_type, left_child, right_child, leaf_value, num_cat,
-                 cat_boundaries, base, cat_base):
+                 cat_boundaries, base, cat_base, feature, thr, flags, left, right, cat_start, cat_len, node_value,
+                 node_leaf, has_parent, leaf_seen, level, queue):
     """One tree's nodes in the forest's layout (see :class:`smart_lgbm.walk.Forest`), node
-    indices offset by ``base`` and bitset words by ``cat_base``.
+    indices offset by ``base`` and bitset words by ``cat_base``, written into ``feature``,
+    ``thr``, ``flags``, ``left``, ``right``, ``cat_start``, ``cat_len``, ``node_value``,
+    ``node_leaf`` (``2 * m + 1`` entries, zeroed; ``m`` internal nodes); ``has_parent``,
+    ``leaf_seen``, ``level`` and ``queue`` are zeroed scratch of ``m``, ``m + 1``, ``m`` and
+    ``m`` entries.  The caller allocates them: allocated and returned here, the arrays
+    tripled this kernel's compile time (it compiles in every fresh environment's first call).
 
-    Returns ``(depth, feature, threshold, flags, left, right, cat_start, cat_len,
-    node_value, node_leaf)``; ``depth`` is negative when the tree must be refused:
+    Returns the tree's ``depth``, negative when the tree must be refused:
     :data:`MALFORMED` (the children do not form one binary tree from node 0: every node but
     the root must have exactly one parent and be reachable), :data:`NEGATIVE_FEATURE`, or
     :data:`BAD_BITSET` (a categorical split whose bitset index is outside ``0..num_cat-1``).
     """
     m = left_child.shape[0]
     n_leaves = m + 1
-    n = m + n_leaves
-    feature = np.zeros(n, np.int32)
-    thr = np.zeros(n, np.float64)
-    flags = np.zeros(n, np.uint8)
-    left = np.empty(n, np.int32)
-    right = np.empty(n, np.int32)
-    cat_start = np.zeros(n, np.int32)
-    cat_len = np.zeros(n, np.int32)
-    node_value = np.zeros(n, np.float64)
-    node_leaf = np.zeros(n, np.int32)
     for j in range(n_leaves):
         nd = m + j
         left[nd] = base + nd
@@ -127,22 +124,20 @@ def flatten_tree(split_feature, threshold, decision_type, left_child, right_chil
         node_leaf[nd] = j
     depth = 0
     if m > 0:
-        has_parent = np.zeros(m, np.bool_)
-        leaf_seen = np.zeros(n_leaves, np.bool_)
         for i in range(m):
             if split_feature[i] < 0:
-                return NEGATIVE_FEATURE, feature, thr, flags, left, right, cat_start, cat_len, node_value, node_leaf
+                return NEGATIVE_FEATURE
             for side in range(2):
                 c = left_child[i] if side == 0 else right_child[i]
                 if c >= 0:
                     if c == 0 or c >= m or has_parent[c]:
-                        return MALFORMED, feature, thr, flags, left, right, cat_start, cat_len, node_value, node_leaf
+                        return MALFORMED
                     has_parent[c] = True
                     target = base + c
                 else:
                     leaf = -1 - c
                     if leaf >= n_leaves or leaf_seen[leaf]:
-                        return MALFORMED, feature, thr, flags, left, right, cat_start, cat_len, node_value, node_leaf
+                        return MALFORMED
                     leaf_seen[leaf] = True
                     target = base + m + leaf
                 if side == 0:
@@ -155,7 +150,7 @@ def flatten_tree(split_feature, threshold, decision_type, left_child, right_chil
             if f & CATEGORICAL:
                 index = threshold[i]
                 if not (index >= 0 and index < num_cat):
-                    return BAD_BITSET, feature, thr, flags, left, right, cat_start, cat_len, node_value, node_leaf
+                    return BAD_BITSET
                 b = np.int64(index)  # static_cast<int>
                 cat_start[i] = cat_base + cat_boundaries[b]
                 cat_len[i] = cat_boundaries[b + 1] - cat_boundaries[b]
@@ -164,8 +159,6 @@ def flatten_tree(split_feature, threshold, decision_type, left_child, right_chil
             thr[i] = threshold[i]
         # depth: internal nodes on the longest path from the root, breadth first; with one
         # parent per node, all of them must be reachable (no cycle detached from the root)
-        level = np.zeros(m, np.int64)
-        queue = np.empty(m, np.int64)
         queue[0] = 0
         level[0] = 1
         head, tail = 0, 1
@@ -180,8 +173,8 @@ def flatten_tree(split_feature, threshold, decision_type, left_child, right_chil
                     queue[tail] = c
                     tail += 1
         if tail != m:
-            return MALFORMED, feature, thr, flags, left, right, cat_start, cat_len, node_value, node_leaf
-    return depth, feature, thr, flags, left, right, cat_start, cat_len, node_value, node_leaf
+            return MALFORMED
+    return depth
 
 
 @njit(cache=True, inline="always")
@@ -191,7 +184,7 @@ def _chunk_bounds(c, nchunks, nblocks):
     return c * nblocks // nchunks, (c + 1) * nblocks // nchunks
 
 
-@njit(parallel=True, cache=True)
+@row_kernel(rows=0, axis=0)
 def walk_dense(X, block, chunks, column, forest, out, leaves, want_leaves):
     """Dense rows, any memory layout: ``x = (double) X[i, f]``, ``|x| <= kZeroThreshold``
     read as 0 (``RowPairFunctionFromDenseMatric``)."""
@@ -254,7 +247,7 @@ def _gather_csc(indptr, search, indices, data, slot_features, start, m, buf):
             buf[j, s] = data[p] if p < hi and indices[p] == start + j else 0.0
 
 
-@njit(parallel=True, cache=True)
+@row_kernel(rows=1)
 def walk_sparse(is_csc, n, indptr, indices, data, search, slot_of_feature, slot_features, block, chunks,
                 column, forest, out, leaves, want_leaves):
     """CSR or CSC rows, gathered per block into a buffer of the split features' values.
@@ -320,7 +313,7 @@ def _code(x, bounds, lo, length, nan_code):
     return _position(bounds, lo, length, x)
 
 
-@njit(parallel=True, cache=True)
+@row_kernel(rows=1)
 def encode_sparse(is_csc, n, indptr, indices, data, column_of_feature, bounds, starts, lengths, nan_codes, codes):
     """Codes of a CSR (each row's entries in storage order, the last duplicate winning) or
     canonical CSC matrix; absent entries read 0.  Returns False (codes unusable) when a
@@ -364,7 +357,7 @@ MISS_SHIFT = 40
 DEFAULT_SHIFT = 49
 
 
-@njit(parallel=True, cache=True)
+@row_kernel(rows=0, axis=1)
 def walk_codes(codes, block, chunks, info, child, node_value, node_leaf, roots, depths, skip, skip_out, out, leaves,
                want_leaves):
     """The forest walked over column-major codes, rows in lockstep blocks; the child is
@@ -390,7 +383,7 @@ def walk_codes(codes, block, chunks, info, child, node_value, node_leaf, roots, 
         node = np.empty(block, dtype=np.int64)
         row = np.empty(block, dtype=np.int64)
         r, r_end = b0 * block, min(n, b1 * block)
-        p = np.searchsorted(skip, r)
+        p = _lower_bound(skip, 0, ns, r)  # (np.searchsorted's compilation costs more than this kernel's own)
         while r < r_end:
             m = 0
             while m < block and r < r_end:  # the next rows that are not skipped, run by run
@@ -437,18 +430,19 @@ NOT_A_BOUND, NAN_WITHOUT_NAN_BIN, ZERO_WITHOUT_ZERO_BIN, PLAIN_ON_NAN_BIN = 1, 2
 
 @njit(cache=True)
 def code_nodes(feature, threshold, flags, left, right, column_of_feature, flat_bounds, starts, lengths, nan_codes,
-               zero_codes):
-    """A forest's nodes in codes: ``(info, child, bad_node, reason)``.
+               zero_codes, info, child):
+    """A forest's nodes in codes, written into ``info`` (int64, one per node) and ``child``
+    (int32, two per node); returns ``(bad_node, reason)``.
 
     ``info`` holds each node's packed test (see ``TCODE_SHIFT``), ``child`` its children
-    at ``2 * node`` and ``2 * node + 1``.  ``bad_node`` is -1, or the first internal node
+    at ``2 * node`` and ``2 * node + 1`` (the caller allocates both: allocated and returned
+    here they made this kernel, compiled in every fresh environment's first call, slower to
+    compile).  ``bad_node`` is -1, or the first internal node
     the codes cannot decide, with ``reason``: :data:`NOT_A_BOUND` (categorical, a feature
     without codes, or a threshold that is not one of the feature's bounds),
     :data:`NAN_WITHOUT_NAN_BIN`, :data:`ZERO_WITHOUT_ZERO_BIN`, :data:`PLAIN_ON_NAN_BIN`.
     """
     n = threshold.shape[0]
-    info = np.empty(n, np.int64)
-    child = np.empty(2 * n, np.int32)
     for nd in range(n):
         child[2 * nd] = left[nd]
         child[2 * nd + 1] = right[nd]
@@ -459,7 +453,7 @@ def code_nodes(feature, threshold, flags, left, right, column_of_feature, flat_b
         f = feature[nd]
         col = column_of_feature[f] if f < column_of_feature.shape[0] else -1
         if col < 0 or flags[nd] & CATEGORICAL:
-            return info, child, nd, NOT_A_BOUND
+            return nd, NOT_A_BOUND
         lo, length, t = starts[col], lengths[col], threshold[nd]
         a, b = 0, length  # first position with bounds >= t
         while a < b:
@@ -469,19 +463,19 @@ def code_nodes(feature, threshold, flags, left, right, column_of_feature, flat_b
             else:
                 b = mid
         if a == length or flat_bounds[lo + a] != t:
-            return info, child, nd, NOT_A_BOUND
+            return nd, NOT_A_BOUND
         missing = (flags[nd] >> 2) & 3
         miss = np.int64(NO_MISS)
         if missing == MISSING_NAN:
             if nan_codes[col] != NAN_CODE:
-                return info, child, nd, NAN_WITHOUT_NAN_BIN
+                return nd, NAN_WITHOUT_NAN_BIN
             miss = NAN_CODE
         elif missing == MISSING_ZERO:
             if zero_codes[col] == NO_MISS:
-                return info, child, nd, ZERO_WITHOUT_ZERO_BIN
+                return nd, ZERO_WITHOUT_ZERO_BIN
             miss = zero_codes[col]
         elif nan_codes[col] == NAN_CODE:
-            return info, child, nd, PLAIN_ON_NAN_BIN
+            return nd, PLAIN_ON_NAN_BIN
         info[nd] = (np.int64(col) | (np.int64(a) << TCODE_SHIFT) | (miss << MISS_SHIFT)
                     | (go_default << DEFAULT_SHIFT))
-    return info, child, -1, 0
+    return -1, 0

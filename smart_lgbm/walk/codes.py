@@ -178,9 +178,11 @@ class CodeBook:
             on a feature the book does not code (neither happens with trees LightGBM grew
             on the Dataset the book was read from).
         """
-        info, child, bad, reason = _k.code_nodes(
+        n = forest.threshold.shape[0]
+        info, child = np.empty(n, np.int64), np.empty(2 * n, np.int32)
+        bad, reason = _k.code_nodes(
             forest.feature, forest.threshold, forest.flags, forest.left, forest.right, self.column_of_feature,
-            self.flat_bounds, self.starts, self.lengths, self.nan_codes, self.zero_codes)
+            self.flat_bounds, self.starts, self.lengths, self.nan_codes, self.zero_codes, info, child)
         if bad >= 0:
             feature, threshold = int(forest.feature[bad]), float(forest.threshold[bad])
             raise RuntimeError({

@@ -191,9 +191,13 @@ class Forest:
 def _flatten_tree(tree: _lightgbm.TreeArrays, k: int, base: int, cat_base: int) -> dict:
     """One tree's nodes in the forest's layout (node indices offset by ``base``), checked:
     the kernels index without bounds checks, so a malformed tree must not reach them."""
-    depth, *arrays = _k.flatten_tree(tree.split_feature, tree.threshold, tree.decision_type, tree.left_child,
-                                     tree.right_child, tree.leaf_value, tree.num_cat, tree.cat_boundaries, base,
-                                     cat_base)
+    m = tree.left_child.shape[0]
+    n = 2 * m + 1
+    arrays = (np.zeros(n, np.int32), np.zeros(n), np.zeros(n, np.uint8), np.empty(n, np.int32),
+              np.empty(n, np.int32), np.zeros(n, np.int32), np.zeros(n, np.int32), np.zeros(n), np.zeros(n, np.int32))
+    scratch = (np.zeros(m, np.bool_), np.zeros(m + 1, np.bool_), np.zeros(m, np.int64), np.empty(m, np.int64))
+    depth = _k.flatten_tree(tree.split_feature, tree.threshold, tree.decision_type, tree.left_child, tree.right_child,
+                            tree.leaf_value, tree.num_cat, tree.cat_boundaries, base, cat_base, *arrays, *scratch)
     if depth == _k.NEGATIVE_FEATURE:
         raise ValueError(f"tree {k}: negative split_feature")
     if depth == _k.BAD_BITSET:

@@ -1,0 +1,95 @@
+"""Row kernels compiled twice, serial and parallel, dispatched by the number of rows.
+
+Why: numba's ``parallel=True`` compilation is the largest part of a fresh environment's
+first ``sl.train`` (a parallel kernel costs about twice its serial compile), while on a
+few thousand rows the parallel loop buys little.  A kernel decorated with
+:func:`row_kernel` is one Python function compiled as two numba functions from the same
+body: a serial one (``prange`` is ``range`` there) and a parallel one.  A call with fewer
+than :data:`PARALLEL_MIN_ROWS` rows runs the serial one, a larger call the parallel one;
+each is compiled on its first call only, so a run on small data (tests, notebooks, quick
+examples) never pays for a parallel compilation, and a run on more data runs exactly the
+parallel code it always ran (LightGBM's OpenMP threads and numba's share one libgomp pool,
+which Python threads over serial kernels would fight).
+
+Both twins give the same bits: every kernel handed to :func:`row_kernel` reduces over a
+fixed partition of its rows (blocks combined in block order) or writes each row from that
+row alone, so its results do not depend on how many threads run the loop, one included
+(``tests/test_twins.py`` checks each twin pair bit for bit).
+
+The two are distinct Python function objects (the serial one a copy of the function with
+``__serial`` appended to its qualified name), so numba's on-disk cache keeps one file per
+twin instead of the second overwriting the first's entry.
+"""
+
+from __future__ import annotations
+
+import types
+from typing import Any
+from collections.abc import Callable
+
+from numba import njit
+
+#: Calls with at least this many rows run the parallel twin.  Where it starts to pay at two
+#: threads (``scripts/bench_twins.py`` times each step of an iteration with either twin by
+#: data size): the walk over the codes gains from a few thousand rows on (it splits rows
+#: into small chunks), the block kernels (``BLOCK`` = 16,384 rows a block) from their
+#: second block (on a9a's 32,561 rows the serial twins made the iteration clearly slower).
+#: Below it a run compiles no parallel kernel at all.
+PARALLEL_MIN_ROWS = 8192
+
+#: Every kernel :func:`row_kernel` made, by qualified name (for tests and benchmarks).
+REGISTRY: dict[str, RowKernel] = {}
+
+
+def _copy(func: Callable[..., Any], suffix: str) -> types.FunctionType:
+    """A second function object with ``func``'s code and globals, named apart."""
+    if not isinstance(func, types.FunctionType):
+        raise TypeError(f"row_kernel needs a plain Python function, got {func!r}")
+    twin = types.FunctionType(func.__code__, func.__globals__, func.__name__, func.__defaults__, func.__closure__)
+    twin.__qualname__ = func.__qualname__ + suffix
+    twin.__module__ = func.__module__
+    twin.__doc__ = func.__doc__
+    return twin
+
+
+class RowKernel:
+    """A numba kernel over rows with a serial and a parallel twin (see the module notes).
+
+    ``rows`` is the position of the argument that gives the number of rows, ``axis`` the
+    axis of that argument's shape to read (``None``: the argument is the count itself).
+    """
+
+    def __init__(self, func: Callable[..., Any], rows: int, axis: int | None) -> None:
+        self.py_func = func
+        self.rows = rows
+        self.axis = axis
+        self.serial = njit(cache=True)(_copy(func, "__serial"))
+        self.parallel = njit(parallel=True, cache=True)(func)
+        self.__doc__ = func.__doc__
+        self.__name__ = func.__name__
+        self.__qualname__ = func.__qualname__
+        self.__module__ = func.__module__
+
+    def twin(self, n: int) -> Any:
+        """The twin that runs a call over ``n`` rows."""
+        return self.parallel if n >= PARALLEL_MIN_ROWS else self.serial
+
+    def __call__(self, *args: Any) -> Any:
+        arg = args[self.rows]
+        n = arg if self.axis is None else arg.shape[self.axis]
+        return (self.parallel if n >= PARALLEL_MIN_ROWS else self.serial)(*args)
+
+    def __repr__(self) -> str:
+        return f"<row kernel {self.__module__}.{self.__qualname__}>"
+
+
+def row_kernel(rows: int = 0, axis: int | None = None) -> Callable[[Callable[..., Any]], RowKernel]:
+    """Decorator: compile the kernel as serial and parallel twins (module notes).
+
+    ``rows``/``axis``: where the call's number of rows is (:class:`RowKernel`).
+    """
+    def wrap(func: Callable[..., Any]) -> RowKernel:
+        kernel = RowKernel(func, rows, axis)
+        REGISTRY[f"{func.__module__}.{func.__qualname__}"] = kernel
+        return kernel
+    return wrap

@@ -1,0 +1,251 @@
+"""Serial and parallel twins of the row kernels (:mod:`smart_lgbm._twins`): same bits, and
+the row count picks the twin.
+
+Every case runs on data spanning several of the kernels' blocks (``BLOCK`` = 16,384 rows,
+the histogram kernels' ``HIST_BLOCK`` = 65,536), so a twin that combined its blocks in
+another order, or lost a block, would give other bits.
+"""
+
+from __future__ import annotations
+
+import lightgbm as lgb
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import smart_lgbm as sl
+import smart_lgbm._fused_kernels  # noqa: F401  (every kernel module, so that REGISTRY holds them all)
+import smart_lgbm.losses._kernels  # noqa: F401
+import smart_lgbm.walk._encode_kernels  # noqa: F401
+import smart_lgbm.walk._kernels  # noqa: F401
+from smart_lgbm import _twins
+from smart_lgbm.samplers import _kernels as k
+from smart_lgbm.samplers.compiled import BUFFER, CONST, FIRST, KIND_MARKERS, MVS, SECOND
+
+N = 3 * k.BLOCK + 1234  # four blocks, the last one partial
+SERIAL, PARALLEL = 1 << 62, 0  # PARALLEL_MIN_ROWS forcing every call to one twin
+
+
+@pytest.fixture
+def called(monkeypatch):
+    """Which twin of which kernel ran: ``{(qualname, "serial" | "parallel")}``."""
+    seen: set[tuple[str, str]] = set()
+    for name, kernel in _twins.REGISTRY.items():
+        for which in ("serial", "parallel"):
+            def spy(*args, _f=getattr(kernel, which), _key=(name.rsplit(".", 1)[-1], which)):
+                seen.add(_key)
+                return _f(*args)
+            monkeypatch.setattr(kernel, which, spy)
+    return seen
+
+
+def _bits(value):
+    """Every array or number of a kernel's result, as bytes (NaN-safe, bit for bit)."""
+    if isinstance(value, tuple):
+        return tuple(_bits(v) for v in value)
+    return np.asarray(value).tobytes()
+
+
+def _heavy_tailed(rng, n, k_cols=1):
+    """float32 rows whose magnitudes span many octaves: any change of summation order shows."""
+    v = rng.standard_cauchy((n, k_cols)) * np.exp2(rng.integers(-40, 40, (n, k_cols)))
+    return v.astype(np.float32)
+
+
+@pytest.mark.parametrize("num_class", [1, 3])
+def test_sampler_kernels_twins_give_the_same_bits(num_class):
+    rng = np.random.default_rng(5)
+    n = 2 * k.HIST_BLOCK + 4321  # three histogram blocks, nine draw blocks
+    g = _heavy_tailed(rng, n, num_class)
+    h = np.abs(_heavy_tailed(rng, n, num_class))
+    buf = np.abs(rng.standard_cauchy(n))
+    empty = np.empty((0, 1), np.float32)
+    for kind in (FIRST, SECOND, MVS, BUFFER, CONST):
+        gg, hh = (empty, empty) if kind in (BUFFER, CONST) else (g, h)
+        imp = (KIND_MARKERS[kind], n, gg, hh, buf, 0.7)
+        for plain in (False, True):
+            args = (*imp, True, plain)
+            assert _bits(k.scan.serial(*args)) == _bits(k.scan.parallel(*args))
+        _, _, _, exponent, total = k.scan(*imp, True, False)
+        c1, c2 = k.pow2_pair(-exponent)
+        rho = 0.05 * n / total
+        cases = [
+            (k.scaled_histogram, (*imp, c1, c2)),
+            (k.cap_round, (*imp, c1, c2, rho)),
+            (k.closest_row, (*imp, c1, c2, rho, np.uint64(99))),
+        ]
+        for kernel, args in cases:
+            assert _bits(kernel.serial(*args)) == _bits(kernel.parallel(*args)), kernel
+        outs = [np.empty(n), np.empty(n)]
+        k.probabilities.serial(*imp, c1, c2, rho, outs[0])
+        k.probabilities.parallel(*imp, c1, c2, rho, outs[1])
+        assert outs[0].tobytes() == outs[1].tobytes()
+        scratch = [np.empty(n, np.int32), np.empty(n, np.int32)]
+        counts = [k.draw.serial(*imp, c1, c2, rho, np.uint64(7), scratch[0]),
+                  k.draw.parallel(*imp, c1, c2, rho, np.uint64(7), scratch[1])]
+        assert counts[0].tobytes() == counts[1].tobytes() and counts[0].sum() > 0
+        for b, c in enumerate(counts[0]):
+            lo = b * k.BLOCK
+            assert scratch[0][lo:lo + c].tobytes() == scratch[1][lo:lo + c].tobytes()
+    assert _bits(k.norm_sums.serial(n, g, h)) == _bits(k.norm_sums.parallel(n, g, h))
+    values = rng.standard_cauchy((n, num_class))
+    leaves = rng.integers(0, 31, (n, num_class)).astype(np.int32)
+    assert _bits(k.leaf_means.serial(values, leaves, 31)) == _bits(k.leaf_means.parallel(values, leaves, 31))
+    w = np.ascontiguousarray(h.astype(np.float64))
+    for args in [(n, w, 52, 0, 40), (n, w, 64, 0, 52)]:
+        assert _bits(k.trim_histogram.serial(*args)) == _bits(k.trim_histogram.parallel(*args))
+    tau = np.int64(np.float64(np.median(w.sum(axis=1))).view(np.int64))
+    assert _bits(k.trim_counts.serial(n, w, tau)) == _bits(k.trim_counts.parallel(n, w, tau))
+
+
+def _train(X, y, params, sampler, valid=None, rounds=3):
+    train = lgb.Dataset(X, y, params={"max_bin": 63})
+    sets = [] if valid is None else [lgb.Dataset(valid[0], valid[1], reference=train)]
+    booster = sl.train({"verbose": -1, "seed": 3, "num_leaves": 15, **params}, train, rounds, sampler=sampler,
+                       valid_sets=sets)
+    return booster.model_to_string()
+
+
+def _dense(objective, n=N):
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(n, 8))
+    score = X[:, 0] + 0.5 * X[:, 1] * X[:, 2] + rng.normal(size=n)
+    if objective == "binary":
+        return X, (score > 0).astype(float)
+    if objective == "multiclass":
+        return X, np.digitize(score, [-0.7, 0.7]).astype(float)
+    return X, score
+
+
+#: Training runs and the kernels each must run (both twins are checked for each).
+CASES = {
+    "binary-first_order": ("binary", lambda: sl.FirstOrder(rate=0.2),
+                           {"one_column", "scan", "draw", "gather", "walk_codes", "encode_dense"}),
+    "binary-mvs": ("binary", lambda: sl.MVS(rate=0.2), {"one_column", "norm_sums", "draw", "gather"}),
+    "binary-second_order": ("binary", lambda: sl.SecondOrder(rate=0.2, anchor_lag=1), {"leaf_means", "gather"}),
+    "binary-weight_trimming": ("binary", lambda: sl.WeightTrimming(alpha=0.1),
+                               {"trim_histogram", "trim_counts", "trim_gather"}),
+    "binary-loss_based": ("binary", lambda: sl.LossBased(rate=0.2), {"binary_loss", "draw"}),
+    "multiclass-first_order": ("multiclass", lambda: sl.FirstOrder(rate=0.2), {"gradients_statistics"}),
+    "multiclass-loss_based": ("multiclass", lambda: sl.LossBased(rate=0.2), {"softmax_gradients", "softmax_loss"}),
+    "regression-loss_based": ("regression", lambda: sl.LossBased(rate=0.2), {"l2_gradients", "l2_loss"}),
+}
+#: Kernels whose twins the direct and walk tests below compare.
+DIRECT = {"scan", "scaled_histogram", "cap_round", "closest_row", "probabilities", "draw", "norm_sums", "leaf_means",
+          "trim_histogram", "trim_counts", "encode_sparse", "walk_dense", "walk_sparse"}
+
+
+def test_every_row_kernel_has_its_twins_compared():
+    """A new kernel decorated with row_kernel must join one of this file's comparisons."""
+    covered = DIRECT.union(*(kernels for _, _, kernels in CASES.values()))
+    assert {name.rsplit(".", 1)[-1] for name in _twins.REGISTRY} == covered
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_models_are_the_same_with_serial_or_parallel_twins(case, called, monkeypatch):
+    objective, sampler, kernels = CASES[case]
+    X, y = _dense(objective)
+    params = {"objective": objective, **({"num_class": 3} if objective == "multiclass" else {})}
+    models = []
+    for threshold in (SERIAL, PARALLEL):
+        monkeypatch.setattr(_twins, "PARALLEL_MIN_ROWS", threshold)
+        models.append(_train(X, y, params, sampler(), valid=(X[:N // 2], y[:N // 2]), rounds=4))
+    assert models[0] == models[1]
+    for name in kernels:
+        assert {(name, "serial"), (name, "parallel")} <= called, name
+
+
+def test_sparse_and_raw_walks_are_the_same_with_either_twin(called, monkeypatch):
+    X, y = _dense("binary")
+    X[np.abs(X) < 0.8] = 0.0
+    csr, csc = sp.csr_matrix(X), sp.csc_matrix(X)
+    models = []
+    for threshold in (SERIAL, PARALLEL):
+        monkeypatch.setattr(_twins, "PARALLEL_MIN_ROWS", threshold)
+        models.append(_train(csr, y, {"objective": "binary"}, sl.FirstOrder(rate=0.2), valid=(csc, y)))
+    assert models[0] == models[1]
+    assert {("encode_sparse", "serial"), ("encode_sparse", "parallel")} <= called
+
+
+def test_raw_walks_are_the_same_with_either_twin(called, monkeypatch):
+    """The walks over raw features (dense, CSR, CSC), with a categorical feature."""
+    from smart_lgbm import _lightgbm as L
+    from smart_lgbm.walk import Forest, RawFeatures, add_outputs
+
+    X, y = _dense("binary")
+    X[:, 3] = np.floor(np.abs(X[:, 3]) * 3)
+    X[np.abs(X) < 0.3] = 0.0
+    booster = lgb.train({"objective": "binary", "verbose": -1, "num_leaves": 15, "seed": 1},
+                        lgb.Dataset(X, y, categorical_feature=[3]), 3)
+    forest = Forest.from_tree_texts(L.tree_bodies(booster.model_to_string()))
+    for data in (X, sp.csr_matrix(X), sp.csc_matrix(X)):
+        features = RawFeatures.from_data(data)
+        results = []
+        for threshold in (SERIAL, PARALLEL):
+            monkeypatch.setattr(_twins, "PARALLEL_MIN_ROWS", threshold)
+            out = np.zeros((N, 3))
+            leaves = np.full((N, 3), -1, dtype=np.int32)
+            add_outputs(features, forest, out, leaves)
+            results.append((out.tobytes(), leaves.tobytes()))
+        assert results[0] == results[1]
+    for name in ("walk_dense", "walk_sparse"):
+        assert {(name, "serial"), (name, "parallel")} <= called, name
+
+
+def test_the_row_count_picks_the_twin(monkeypatch):
+    kernel = k.norm_sums
+    runs = []
+    monkeypatch.setattr(kernel, "serial", lambda *a: runs.append("serial") or (0.0, 0.0))
+    monkeypatch.setattr(kernel, "parallel", lambda *a: runs.append("parallel") or (0.0, 0.0))
+    monkeypatch.setattr(_twins, "PARALLEL_MIN_ROWS", 1000)
+    g = np.zeros((2000, 1))
+    kernel(999, g, g)
+    kernel(1000, g, g)
+    kernel(1001, g, g)
+    assert runs == ["serial", "parallel", "parallel"]
+    # a kernel that reads its row count from an array's shape (walk_codes: codes' columns)
+    from smart_lgbm.walk import _kernels as wk
+    runs.clear()
+    monkeypatch.setattr(wk.walk_codes, "serial", lambda *a: runs.append("serial"))
+    monkeypatch.setattr(wk.walk_codes, "parallel", lambda *a: runs.append("parallel"))
+    wk.walk_codes(np.zeros((3, 999), np.uint8), *([None] * 13))
+    wk.walk_codes(np.zeros((999, 3), np.uint8), *([None] * 13))
+    wk.walk_codes(np.zeros((3, 1000), np.uint8), *([None] * 13))
+    assert runs == ["serial", "serial", "parallel"]
+
+
+def test_default_threshold_runs_small_data_serially(called):
+    """Small data (here 4,000 rows) runs serial twins only: no parallel kernel compiles."""
+    X, y = _dense("binary", n=4000)
+    _train(X, y, {"objective": "binary"}, sl.FirstOrder(rate=0.2))
+    assert called and all(which == "serial" for _, which in called)
+
+
+_CACHE_CHILD = """
+import json
+import numpy as np
+from smart_lgbm.samplers import _kernels as k
+g = np.ones((10, 1), np.float32)
+k.norm_sums.serial(10, g, g)
+k.norm_sums.parallel(10, g, g)
+print(json.dumps({which: [sum(getattr(k.norm_sums, which).stats.cache_misses.values()),
+                          sum(getattr(k.norm_sums, which).stats.cache_hits.values())]
+                  for which in ("serial", "parallel")}))
+"""
+
+
+def test_twins_are_cached_apart(tmp_path):
+    """Each twin has its own entry in numba's cache: a fresh process compiles both (neither
+    finds the other's code under its key), the next one loads both."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path), "PYTHONPATH": str(root)}
+    runs = [json.loads(subprocess.run([sys.executable, "-c", _CACHE_CHILD], env=env, cwd=tmp_path, check=True,
+                                      capture_output=True, text=True).stdout) for _ in range(2)]
+    assert runs[0] == {"serial": [1, 0], "parallel": [1, 0]}  # [compiled, loaded from the cache]
+    assert runs[1] == {"serial": [0, 1], "parallel": [0, 1]}
