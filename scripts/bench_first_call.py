@@ -18,10 +18,11 @@ of the checkout), as on a new machine, CI runner, Dask worker container or noteb
 Entry points: binary log-loss with each sampler (``Full``, ``Uniform``, ``WeightTrimming``,
 ``FirstOrder``, ``SecondOrder``, ``MVS``, ``LossBased``, all at rate 0.1 where they take
 one), multiclass softmax (3 classes) and LambdaRank with ``FirstOrder``.  Data: synthetic,
-seeded, made in the child (5,000 rows x 20 dense float64; 250 queries of 20 documents for
-LambdaRank).
+seeded, made in the child (``--rows``, by default 5,000, x 20 dense float64; LambdaRank: queries of 20
+documents). Data below 8,192 rows (``smart_lgbm._twins.PARALLEL_MIN_ROWS``) compile only the serial
+twins of the row kernels; a larger ``--rows`` shows the first call that compiles the parallel ones.
 
-Usage: python scripts/bench_first_call.py [--entry binary-first_order ...] [--repeats 1]
+Usage: python scripts/bench_first_call.py [--entry binary-first_order ...] [--repeats 1] [--rows 5000 ...]
        [--out docs/results/bench_first_call.md]
 Times are wall-clock on whatever else the machine is doing: run it alone.
 """
@@ -62,10 +63,10 @@ import smart_lgbm as sl
 t_import = time.perf_counter() - t0
 from numba.core import event
 
-objective, sampler_expr = sys.argv[1], sys.argv[2]
+objective, sampler_expr, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
 rng = np.random.default_rng(0)
-X = rng.normal(size=(5000, 20))
-score = X[:, 0] + 0.5 * X[:, 1] * X[:, 2] + rng.normal(size=5000)
+X = rng.normal(size=(n, 20))
+score = X[:, 0] + 0.5 * X[:, 1] * X[:, 2] + rng.normal(size=n)
 params = {"objective": objective, "verbose": -1, "seed": 1, "num_leaves": 15}
 group = None
 if objective == "binary":
@@ -75,7 +76,7 @@ elif objective == "multiclass":
     params["num_class"] = 3
 else:
     y = np.clip(np.round(score + 1.5), 0, 4)
-    group = [20] * 250
+    group = [20] * (n // 20)
 
 compiled = {}
 starts = {}
@@ -104,24 +105,24 @@ print(json.dumps({"import": t_import, "first": first, "first_cpu": first_cpu, "s
 '''
 
 
-def run_child(entry: str, cache_dir: str) -> dict:
+def run_child(entry: str, cache_dir: str, rows: int) -> dict:
     objective, sampler = ENTRIES[entry]
     env = {**os.environ, "NUMBA_CACHE_DIR": cache_dir, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run([sys.executable, "-c", CHILD, objective, sampler], env=env, capture_output=True,
+    proc = subprocess.run([sys.executable, "-c", CHILD, objective, sampler, str(rows)], env=env, capture_output=True,
                           text=True, cwd=tempfile.gettempdir())
     if proc.returncode != 0:
         raise RuntimeError(f"{entry} failed:\n{proc.stderr[-3000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def measure(entry: str, repeats: int) -> dict:
+def measure(entry: str, repeats: int, rows: int) -> dict:
     cold, cached = [], []
     for _ in range(repeats):
         with tempfile.TemporaryDirectory(prefix="numba-cache-") as cache:
-            cold.append(run_child(entry, cache))
-            cached.append(run_child(entry, cache))  # a second fresh process finds the first one's cache
+            cold.append(run_child(entry, cache, rows))
+            cached.append(run_child(entry, cache, rows))  # a second fresh process finds the first one's cache
     med = lambda runs, key: statistics.median(r[key] for r in runs)  # noqa: E731
-    return {"entry": entry, "import": med(cold, "import"), "first": med(cold, "first"),
+    return {"entry": entry, "rows": rows, "import": med(cold, "import"), "first": med(cold, "first"),
             "first_cpu": med(cold, "first_cpu"),
             "second": med(cold, "second"), "cached": med(cached, "first"), "compiled": cold[0]["compiled"]}
 
@@ -134,21 +135,21 @@ def markdown(rows: list[dict], repeats: int) -> str:
         f"`python scripts/bench_first_call.py {' '.join(sys.argv[1:])}`: each entry point in a fresh process with an "
         "empty `NUMBA_CACHE_DIR` (`first`), the same call again in that process (`second`: the training "
         "alone), and a new process that finds the cache the first left (`cached`). Seconds, medians of "
-        f"{repeats} repeat(s). Data: synthetic, 5,000 rows x 20 (LambdaRank: 250 queries x 20 documents), "
-        "5 rounds.",
+        f"{repeats} repeat(s). Data: synthetic, the rows stated x 20 (LambdaRank: queries of 20 documents), "
+        "5 rounds; below 8,192 rows only the serial twins of the row kernels compile.",
         "",
         f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
         f"load average at the end {load[0]:.1f}"
         + (" (above the core count: other work skewed these times)." if load[0] > (os.cpu_count() or 1) else "."),
         "",
-        "| entry point | import smart_lgbm | first sl.train | its CPU time | second sl.train | "
+        "| entry point | rows | import smart_lgbm | first sl.train | its CPU time | second sl.train | "
         "first sl.train, cached | largest compilations (s) |",
-        "|---|---:|---:|---:|---:|---:|---|",
+        "|---|---:|---:|---:|---:|---:|---:|---|",
     ]
     for r in rows:
         top = ", ".join(f"{name.rsplit('.', 1)[-1]} {sec:.2f}" for name, sec in r["compiled"][:4]
                         if name.startswith("smart_lgbm"))
-        lines.append(f"| {r['entry']} | {r['import']:.2f} | {r['first']:.2f} | {r['first_cpu']:.2f} | "
+        lines.append(f"| {r['entry']} | {r['rows']:,} | {r['import']:.2f} | {r['first']:.2f} | {r['first_cpu']:.2f} | "
                      f"{r['second']:.2f} | "
                      f"{r['cached']:.2f} | {top} |")
     return "\n".join(lines) + "\n"
@@ -158,12 +159,16 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--entry", nargs="+", choices=list(ENTRIES), default=list(ENTRIES))
     parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--rows", type=int, nargs="+", default=[5000],
+                        help="data sizes (each entry runs at each; multiples of 20 for LambdaRank)")
     parser.add_argument("--out", help="also write the markdown table here")
     args = parser.parse_args()
     rows = []
-    for entry in args.entry:
-        row = measure(entry, args.repeats)
-        print(f"{entry}: first {row['first']:.2f} s (CPU {row['first_cpu']:.2f} s), second {row['second']:.2f} s, "
+    if min(args.rows) < 20:
+        parser.error(f"--rows must be >= 20, got {min(args.rows)}")
+    for entry, n in ((e, n) for n in args.rows for e in args.entry):
+        row = measure(entry, args.repeats, n)
+        print(f"{entry} ({n:,} rows): first {row['first']:.2f} s (CPU {row['first_cpu']:.2f} s), second {row['second']:.2f} s, "
               f"cached {row['cached']:.2f} s",
               file=sys.stderr, flush=True)
         rows.append(row)
