@@ -39,18 +39,27 @@ def padded_bounds(bounds: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     return padded, depth
 
 
+def lane_scratch(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Zeroed per-block lanes ``(xs, pos)``, ``(n_blocks, LANES)``, for :func:`encode_dense`
+    over ``n`` rows: allocated here, not in the kernel (numba compiles its ``np.zeros`` once
+    per process, a few tenths of a second of a fresh environment's first call)."""
+    nb = (n + BLOCK - 1) // BLOCK
+    return np.zeros((nb, LANES), dtype=np.float64), np.zeros((nb, LANES), dtype=np.int64)
+
+
 @row_kernel(rows=0, axis=0)
-def encode_dense(X, features, padded, depth, nan_codes, zero_threshold, codes):
+def encode_dense(X, features, padded, depth, nan_codes, zero_threshold, codes, lane_xs, lane_pos):
     """``codes[j, i]``: the code of ``X[i, features[j]]``.
 
     ``|x| <= zero_threshold`` reads 0 (LightGBM's dense row function drops it); NaN gets
-    ``nan_codes[j]`` when that is >= 0, else reads 0.
+    ``nan_codes[j]`` when that is >= 0, else reads 0.  ``lane_xs``, ``lane_pos``: block
+    ``b``'s lanes in row ``b``, zeroed (:func:`lane_scratch`).
     """
     n = X.shape[0]
     nb = (n + BLOCK - 1) // BLOCK
     for b in prange(nb):
-        xs = np.zeros(LANES, dtype=np.float64)
-        pos = np.zeros(LANES, dtype=np.int64)
+        xs = lane_xs[b]
+        pos = lane_pos[b]
         i_end = min(n, (b + 1) * BLOCK)
         for j in range(features.shape[0]):
             f = features[j]
