@@ -209,9 +209,9 @@ def test_the_row_count_picks_the_twin(monkeypatch):
     runs.clear()
     monkeypatch.setattr(wk.walk_codes, "serial", lambda *a: runs.append("serial"))
     monkeypatch.setattr(wk.walk_codes, "parallel", lambda *a: runs.append("parallel"))
-    wk.walk_codes(np.zeros((3, 999), np.uint8), *([None] * 15))
-    wk.walk_codes(np.zeros((999, 3), np.uint8), *([None] * 15))
-    wk.walk_codes(np.zeros((3, 1000), np.uint8), *([None] * 15))
+    wk.walk_codes(np.zeros((3, 999), np.uint8), *([None] * 13))
+    wk.walk_codes(np.zeros((999, 3), np.uint8), *([None] * 13))
+    wk.walk_codes(np.zeros((3, 1000), np.uint8), *([None] * 13))
     assert runs == ["serial", "serial", "parallel"]
 
 

@@ -39,27 +39,26 @@ def padded_bounds(bounds: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     return padded, depth
 
 
-def lane_scratch(n: int) -> tuple[np.ndarray, np.ndarray]:
-    """Zeroed per-block lanes ``(xs, pos)``, ``(n_blocks, LANES)``, for :func:`encode_dense`
-    over ``n`` rows: allocated here, not in the kernel (numba compiles its ``np.zeros`` once
-    per process, a few tenths of a second of a fresh environment's first call)."""
-    nb = (n + BLOCK - 1) // BLOCK
-    return np.zeros((nb, LANES), dtype=np.float64), np.zeros((nb, LANES), dtype=np.int64)
-
-
 @row_kernel(rows=0, axis=0)
-def encode_dense(X, features, padded, depth, nan_codes, zero_threshold, codes, lane_xs, lane_pos):
+def encode_dense(X, features, padded, depth, nan_codes, zero_threshold, codes):
     """``codes[j, i]``: the code of ``X[i, features[j]]``.
 
     ``|x| <= zero_threshold`` reads 0 (LightGBM's dense row function drops it); NaN gets
-    ``nan_codes[j]`` when that is >= 0, else reads 0.  ``lane_xs``, ``lane_pos``: block
-    ``b``'s lanes in row ``b``, zeroed (:func:`lane_scratch`).
+    ``nan_codes[j]`` when that is >= 0, else reads 0.
     """
     n = X.shape[0]
     nb = (n + BLOCK - 1) // BLOCK
     for b in prange(nb):
-        xs = lane_xs[b]
-        pos = lane_pos[b]
+        # np.empty and zeroed here, not np.zeros: numba compiles np.zeros's implementation
+        # on its first use in a process (tenths of a second of a fresh first call), and no
+        # other kernel of a binary run needs it (walk_codes compiles np.empty anyway).  Not
+        # taken from the caller: as views of a caller's array the search ran a few per cent
+        # slower (contended development run, 400k x 20).
+        xs = np.empty(LANES, dtype=np.float64)
+        pos = np.empty(LANES, dtype=np.int64)
+        for lane in range(LANES):  # stale lanes are searched too: their positions must be valid
+            xs[lane] = 0.0
+            pos[lane] = 0
         i_end = min(n, (b + 1) * BLOCK)
         for j in range(features.shape[0]):
             f = features[j]

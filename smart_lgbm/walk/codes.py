@@ -152,8 +152,7 @@ class CodeBook:
             if self._padded is None:
                 self._padded = _ek.padded_bounds(self.bounds)
             codes = np.empty((self.features.shape[0], n), dtype=np.uint8)
-            _ek.encode_dense(raw.dense, self.features, *self._padded, self.nan_codes, _k.K_ZERO_THRESHOLD, codes,
-                             *_ek.lane_scratch(n))
+            _ek.encode_dense(raw.dense, self.features, *self._padded, self.nan_codes, _k.K_ZERO_THRESHOLD, codes)
             return BinCodes(codes)
         indptr, indices, values = raw.sparse_parts()
         raw_bytes = indptr.nbytes + indices.nbytes + values.nbytes

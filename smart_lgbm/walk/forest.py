@@ -242,10 +242,9 @@ def add_coded_outputs(codes: BinCodes, forest: CodedForest, out: np.ndarray, lea
     want_leaves = leaves is not None
     if leaves is None:
         leaves = np.empty((0, shape[1]), dtype=np.int32)
-    chunks = CHUNKS_PER_THREAD * numba.get_num_threads()
-    _k.walk_codes(codes.codes, CODES_BLOCK_ROWS, chunks, forest.info,
+    _k.walk_codes(codes.codes, CODES_BLOCK_ROWS, CHUNKS_PER_THREAD * numba.get_num_threads(), forest.info,
                   forest.child, forest.node_value, forest.node_leaf, forest.roots, forest.depths, rows, outputs, out,
-                  leaves, want_leaves, *_k.walk_scratch(codes.num_rows, CODES_BLOCK_ROWS, chunks))
+                  leaves, want_leaves)
 
 
 _NO_ROWS = np.empty(0, dtype=np.int32)
