@@ -20,7 +20,7 @@ import smart_lgbm.walk._encode_kernels  # noqa: F401
 import smart_lgbm.walk._kernels  # noqa: F401
 from smart_lgbm import _twins
 from smart_lgbm.samplers import _kernels as k
-from smart_lgbm.samplers.compiled import BUFFER, CONST, FIRST, KIND_MARKERS, MVS, SECOND
+from smart_lgbm.samplers.compiled import BUFFER, CONST, FIRST, KIND_MARKERS, MVS, SECOND, n_blocks, scan_blocks
 
 N = 3 * k.BLOCK + 1234  # four blocks, the last one partial
 SERIAL, PARALLEL = 1 << 62, 0  # PARALLEL_MIN_ROWS forcing every call to one twin
@@ -65,13 +65,13 @@ def test_sampler_kernels_twins_give_the_same_bits(num_class):
         imp = (KIND_MARKERS[kind], n, gg, hh, buf, 0.7)
         for plain in (False, True):
             args = (*imp, True, plain)
-            assert _bits(k.scan.serial(*args)) == _bits(k.scan.parallel(*args))
-        _, _, _, exponent, total = k.scan(*imp, True, False)
+            assert _bits(k.scan.serial(*args, *scan_blocks(n))) == _bits(k.scan.parallel(*args, *scan_blocks(n)))
+        _, _, _, exponent, total = k.scan(*imp, True, False, *scan_blocks(n))
         c1, c2 = k.pow2_pair(-exponent)
         rho = 0.05 * n / total
         cases = [
             (k.scaled_histogram, (*imp, c1, c2)),
-            (k.cap_round, (*imp, c1, c2, rho)),
+            (k.cap_round, (*imp, c1, c2, rho, np.empty(n_blocks(n), np.int64), np.empty(n_blocks(n)))),
             (k.closest_row, (*imp, c1, c2, rho, np.uint64(99))),
         ]
         for kernel, args in cases:
@@ -81,8 +81,9 @@ def test_sampler_kernels_twins_give_the_same_bits(num_class):
         k.probabilities.parallel(*imp, c1, c2, rho, outs[1])
         assert outs[0].tobytes() == outs[1].tobytes()
         scratch = [np.empty(n, np.int32), np.empty(n, np.int32)]
-        counts = [k.draw.serial(*imp, c1, c2, rho, np.uint64(7), scratch[0]),
-                  k.draw.parallel(*imp, c1, c2, rho, np.uint64(7), scratch[1])]
+        counts = [np.empty(n_blocks(n), np.int64), np.empty(n_blocks(n), np.int64)]
+        k.draw.serial(*imp, c1, c2, rho, np.uint64(7), scratch[0], counts[0])
+        k.draw.parallel(*imp, c1, c2, rho, np.uint64(7), scratch[1], counts[1])
         assert counts[0].tobytes() == counts[1].tobytes() and counts[0].sum() > 0
         for b, c in enumerate(counts[0]):
             lo = b * k.BLOCK

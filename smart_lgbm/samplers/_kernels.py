@@ -251,7 +251,7 @@ def scan_totals(bmax, bpos, bbad, bexp, bsum, want_sum):
 
 
 @row_kernel(rows=1)
-def scan(kind, n, g, h, buf, lam, want_sum, plain):
+def scan(kind, n, g, h, buf, lam, want_sum, plain, bmax, bpos, bbad, bexp, bsum):
     """One pass over the importances.
 
     Returns ``(smax, n_pos, n_bad, exponent, total)``: the largest importance, how many are
@@ -261,13 +261,13 @@ def scan(kind, n, g, h, buf, lam, want_sum, plain):
     loses bits to underflow whatever the scale of the importances; with ``plain`` (the
     importances are float32 values, or sums or norms of a few: their float64 sum can neither
     overflow nor lose them to underflow) each block sums in the same pass instead.
+
+    ``bmax``, ``bpos``, ``bbad``, ``bexp``, ``bsum``: the per-block values, one entry per
+    ``BLOCK`` rows, zeroed by the caller (:func:`smart_lgbm.samplers.compiled.scan_blocks`).
+    No kernel of a first binary run allocates: numba compiles its ``np.zeros``/``np.empty``
+    implementations once per process, a few tenths of a second of the first call.
     """
     nb = (n + BLOCK - 1) // BLOCK
-    bmax = np.zeros(nb)
-    bpos = np.zeros(nb, np.int64)
-    bbad = np.zeros(nb, np.int64)
-    bexp = np.zeros(nb, np.int64)
-    bsum = np.zeros(nb)
     for b in prange(nb):
         lo = b * BLOCK
         hi = min(n, lo + BLOCK)
@@ -363,11 +363,12 @@ def bracket(count, total, m):
 
 
 @row_kernel(rows=1)
-def cap_round(kind, n, g, h, buf, lam, c1, c2, rho):
-    """``(capped, free_sum)`` at ``rho``: rows with ``rho t >= 1`` and the sum of the other ``t``."""
+def cap_round(kind, n, g, h, buf, lam, c1, c2, rho, bcap, bsum):
+    """``(capped, free_sum)`` at ``rho``: rows with ``rho t >= 1`` and the sum of the other ``t``.
+
+    ``bcap`` (int64) and ``bsum`` (float64), one entry per ``BLOCK`` rows: the per-block
+    values, written here (the caller allocates them: see :func:`scan`)."""
     nb = (n + BLOCK - 1) // BLOCK
-    bcap = np.zeros((nb, 1), np.int64)
-    bsum = np.zeros((nb, 1))
     for b in prange(nb):
         count = 0
         acc = 0.0
@@ -378,9 +379,14 @@ def cap_round(kind, n, g, h, buf, lam, c1, c2, rho):
             capped = rho * t >= 1.0  # (t = 0 is never capped: rho is finite here)
             count += np.int64(capped)
             acc += 0.0 if capped else t
-        bcap[b, 0] = count
-        bsum[b, 0] = acc
-    return _columns_in_order(bcap)[0], _columns_in_order(bsum)[0]
+        bcap[b] = count
+        bsum[b] = acc
+    capped = np.int64(0)
+    free_sum = 0.0
+    for b in range(nb):  # in block order, as _columns_in_order adds them
+        capped += bcap[b]
+        free_sum += bsum[b]
+    return capped, free_sum
 
 
 @njit(cache=True)
@@ -417,15 +423,15 @@ def probabilities(kind, n, g, h, buf, lam, c1, c2, rho, out):
 
 
 @row_kernel(rows=1)
-def draw(kind, n, g, h, buf, lam, c1, c2, rho, key, scratch):
+def draw(kind, n, g, h, buf, lam, c1, c2, rho, key, scratch, counts):
     """Bernoulli draw: block ``b``'s drawn rows go, in order, to ``scratch[b * BLOCK:]``.
 
-    Returns the number drawn per block.  Each block reads views of its own rows indexed
+    Writes the number drawn per block into ``counts`` (int64, one per ``BLOCK`` rows,
+    allocated by the caller: see :func:`scan`).  Each block reads views of its own rows indexed
     from 0 (indexed from the block's first row the loop ran slower: development run, 1M
     rows, one thread).
     """
     nb = (n + BLOCK - 1) // BLOCK
-    counts = np.zeros(nb, np.int64)
     for b in prange(nb):
         lo = b * BLOCK
         hi = min(n, lo + BLOCK)
@@ -442,7 +448,6 @@ def draw(kind, n, g, h, buf, lam, c1, c2, rho, key, scratch):
             out[c] = lo + j
             c += np.int64(drawn)
         counts[b] = c
-    return counts
 
 
 @row_kernel(rows=1)

@@ -218,6 +218,18 @@ def _unscaled(rho: float, exponent: int) -> float | None:
     return value if math.isfinite(value) and value > 0.0 else None
 
 
+def n_blocks(n: int) -> int:
+    """How many ``BLOCK``-row blocks ``n`` rows make (the sampler kernels' per-block arrays)."""
+    return (n + BLOCK - 1) // BLOCK
+
+
+def scan_blocks(n: int) -> tuple[np.ndarray, ...]:
+    """Zeroed per-block ``(bmax, bpos, bbad, bexp, bsum)`` for :func:`_kernels.scan` over ``n`` rows
+    (allocated here, not in the kernel: see its notes)."""
+    nb = n_blocks(n)
+    return np.zeros(nb), np.zeros(nb, np.int64), np.zeros(nb, np.int64), np.zeros(nb, np.int64), np.zeros(nb)
+
+
 def _scan(imp: Importance, owner: str, want_sum: bool,
           statistics: Statistics | None = None) -> tuple[float, int, int, float]:
     """``(smax, n_pos, exponent, total)`` of the importances (``_kernels.scan``); refuses bad ones."""
@@ -226,7 +238,7 @@ def _scan(imp: Importance, owner: str, want_sum: bool,
     if plain and statistics is not None and statistics.kind == imp.kind and statistics.blocks is not None:
         smax, n_pos, n_bad, exponent, total = _kernels().scan_totals(*statistics.blocks, want_sum)
     else:
-        smax, n_pos, n_bad, exponent, total = _kernels().scan(*imp.args(), want_sum, plain)
+        smax, n_pos, n_bad, exponent, total = _kernels().scan(*imp.args(), want_sum, plain, *scan_blocks(imp.n))
     if n_bad:
         raise ValueError(f"{owner}: importance must be finite and non-negative; it has {n_bad} NaN, "
                          "infinite or negative value(s)")
@@ -259,6 +271,7 @@ def _rate_rho(imp: Importance, m: float, n_pos: int, smax: float, exponent: int,
     if rho * ((smax * c1) * c2) < 1.0:  # nobody capped: exact
         return c1, c2, rho
     capped = 0
+    blocks = np.empty(n_blocks(imp.n), np.int64), np.empty(n_blocks(imp.n))  # cap_round's per-block values
     if imp.n >= _HISTOGRAM_ROWS:
         count, sums = k.scaled_histogram(*imp.args(), c1, c2)
         rho, capped, _, exact = k.bracket(count, sums, m)
@@ -270,14 +283,14 @@ def _rate_rho(imp: Importance, m: float, n_pos: int, smax: float, exponent: int,
         except OverflowError:
             guess = math.inf
         if math.isfinite(guess) and guess > rho:  # (below the cold start: that one is closer)
-            now_capped, free_sum = k.cap_round(*imp.args(), c1, c2, guess)
+            now_capped, free_sum = k.cap_round(*imp.args(), c1, c2, guess, *blocks)
             if now_capped < m and free_sum > 0.0:  # else the guess was far too high: start cold
                 capped = now_capped
                 rho = (m - capped) / free_sum
     for _ in range(max_rounds):
         if not math.isfinite(rho) or rho <= 0.0:
             break
-        now_capped, free_sum = k.cap_round(*imp.args(), c1, c2, rho)
+        now_capped, free_sum = k.cap_round(*imp.args(), c1, c2, rho, *blocks)
         if now_capped == capped or now_capped >= m:  # (the latter: rows rounded onto p = 1)
             return c1, c2, rho
         if free_sum <= 0.0:  # (rounding only)
@@ -334,7 +347,8 @@ def draw_sample(solution: Solution, h: np.ndarray, fit: Fit, rng: np.random.Gene
     sol = (solution.c1, solution.c2, solution.rho)
     key = np.uint64(rng.bit_generator.random_raw())
     scratch = workspace.array("draw", imp.n, np.int32)
-    counts = k.draw(*imp.args(), *sol, key, scratch)
+    counts = np.empty(n_blocks(imp.n), np.int64)
+    k.draw(*imp.args(), *sol, key, scratch, counts)
     block = k.BLOCK
     if not counts.any():
         row = k.closest_row(*imp.args(), *sol, key)

@@ -49,8 +49,16 @@ def encode_dense(X, features, padded, depth, nan_codes, zero_threshold, codes):
     n = X.shape[0]
     nb = (n + BLOCK - 1) // BLOCK
     for b in prange(nb):
-        xs = np.zeros(LANES, dtype=np.float64)
-        pos = np.zeros(LANES, dtype=np.int64)
+        # np.empty and zeroed here, not np.zeros: numba compiles np.zeros's implementation
+        # on its first use in a process (tenths of a second of a fresh first call), and no
+        # other kernel of a binary run needs it (walk_codes compiles np.empty anyway).  Not
+        # taken from the caller: as views of a caller's array the search ran a few per cent
+        # slower (contended development run, 400k x 20).
+        xs = np.empty(LANES, dtype=np.float64)
+        pos = np.empty(LANES, dtype=np.int64)
+        for lane in range(LANES):  # stale lanes are searched too: their positions must be valid
+            xs[lane] = 0.0
+            pos[lane] = 0
         i_end = min(n, (b + 1) * BLOCK)
         for j in range(features.shape[0]):
             f = features[j]

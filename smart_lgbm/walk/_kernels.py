@@ -373,6 +373,9 @@ def walk_codes(codes, block, chunks, info, child, node_value, node_leaf, roots, 
     The lockstep loop is written once, here, over arrays this function allocates: as a
     separate function taking ``node`` as an argument it ran twice as slow (development run
     on 2M x 28), the compiler no longer knowing that ``node`` aliases nothing it reads.
+    For the same reason ``node`` and ``row`` stay allocated here, not taken from the caller
+    as the sampler kernels take theirs: as views of a caller's array the walk ran twice as
+    slow (contended development run, 400k x 20, 2 threads: 4.0 ms against 2.1 ms a call).
     """
     n = codes.shape[1]
     nblocks = (n + block - 1) // block
