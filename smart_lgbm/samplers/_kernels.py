@@ -27,6 +27,7 @@ Conventions shared by every kernel:
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 from numba import errors, njit, prange
@@ -122,6 +123,13 @@ def _score(kind, g, h, buf, lam, i):  # pragma: no cover - compiled code calls t
     """Row ``i``'s importance of kind ``kind`` (module notes), given as its marker."""
     raise NotImplementedError
 
+
+# numba's SSA pass reports the inlined kind lambdas' own locals as "not in scope" when they
+# are inlined into a prange loop (an internal pedantic check, NumbaIRAssumptionWarning, raised
+# while compiling; the code is right: tests/test_twins.py compares both twins bit for bit).
+# Muted for those names only, so that a user's first run prints no numba internals.
+warnings.filterwarnings("ignore", message=r"variable '_score_of_kind__locals___lambda",
+                        category=errors.NumbaIRAssumptionWarning)
 
 _KIND_OF_MARKER = {from_dtype(marker.dtype): kind for kind, marker in KIND_MARKERS.items()}
 
