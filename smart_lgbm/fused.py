@@ -65,8 +65,9 @@ class FusedPass:
             known: tuple[np.ndarray, np.ndarray] | None, grad: np.ndarray,
             hess: np.ndarray) -> compiled.Statistics:
         """Walk ``forest`` over ``codes`` adding to ``scores`` (rows in ``known``, the
-        iteration's checked sample, get their known outputs instead), then write ``g, h`` at the new scores into ``grad``/``hess``
-        (the engine's float32 buffers) and return the next rate solve's statistics.
+        iteration's checked sample, get their known outputs instead), then write ``g, h``
+        at the new scores into ``grad``/``hess`` (the engine's float32 buffers) and return
+        the next rate solve's statistics.
 
         Fresh statistics arrays each call: a state handed to a sampler keeps its own.
         """
