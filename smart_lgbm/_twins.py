@@ -24,8 +24,9 @@ twin instead of the second overwriting the first's entry.
 from __future__ import annotations
 
 import types
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
-from collections.abc import Callable
 
 from numba import njit
 
@@ -36,6 +37,25 @@ from numba import njit
 #: second block (on a9a's 32,561 rows the serial twins made the iteration clearly slower).
 #: Below it a run compiles no parallel kernel at all.
 PARALLEL_MIN_ROWS = 8192
+
+@contextmanager
+def parallel_from(rows: int) -> Iterator[None]:
+    """Inside the block, calls of at least ``rows`` rows run the parallel twin.
+
+    ``parallel_from(0)``: every call runs (and so compiles) its parallel twin, e.g. in a
+    warm-up on a few rows before timed runs on many (``compare``'s pre-flight), in tests and
+    in benchmarks.  Not thread-safe: it sets the module's threshold.
+    """
+    global PARALLEL_MIN_ROWS
+    if not isinstance(rows, int) or rows < 0:
+        raise ValueError(f"rows must be an int >= 0, got {rows!r}")
+    old = PARALLEL_MIN_ROWS
+    PARALLEL_MIN_ROWS = rows
+    try:
+        yield
+    finally:
+        PARALLEL_MIN_ROWS = old
+
 
 #: Every kernel :func:`row_kernel` made, by qualified name (for tests and benchmarks).
 REGISTRY: dict[str, RowKernel] = {}

@@ -250,3 +250,44 @@ def test_twins_are_cached_apart(tmp_path):
                                       capture_output=True, text=True).stdout) for _ in range(2)]
     assert runs[0] == {"serial": [1, 0], "parallel": [1, 0]}  # [compiled, loaded from the cache]
     assert runs[1] == {"serial": [0, 1], "parallel": [0, 1]}
+
+
+def test_parallel_from_sets_the_threshold_inside_only():
+    before = _twins.PARALLEL_MIN_ROWS
+    with _twins.parallel_from(0):
+        assert _twins.PARALLEL_MIN_ROWS == 0
+    assert _twins.PARALLEL_MIN_ROWS == before
+    with pytest.raises(ValueError, match="rows must be an int >= 0"):
+        with _twins.parallel_from(-1):
+            pass
+
+
+def test_compare_warm_up_runs_both_twins_of_the_kernels_it_uses(tmp_path, called):
+    """The pre-flight trains on 2,000 rows, where only serial twins would run; the timed
+    runs on the whole data use the parallel ones, which must not compile on the clock."""
+    import textwrap
+
+    from smart_lgbm.compare.checks import preflight
+    from smart_lgbm.compare.config import load_config
+    from smart_lgbm.compare.data import load_data
+
+    path = tmp_path / "c.toml"
+    path.write_text(textwrap.dedent("""
+        rounds = 4
+        [params]
+        num_leaves = 7
+        [methods.first_order]
+        rate = 0.3
+        [[experiments]]
+        name = "h"
+        metric = "auc"
+        data = { source = "bundled", name = "higgs_sample" }
+        params = { objective = "binary" }
+    """))
+    exp = load_config(path).experiments[0]
+    preflight(exp, load_data(exp.data), [exp.method("first_order")], rounds=3)
+    for kernel in ("walk_codes", "gather", "one_column"):
+        assert {(kernel, "serial"), (kernel, "parallel")} <= called, kernel
+    called.clear()
+    preflight(exp, load_data(exp.data), [exp.method("first_order")], rounds=1)  # no warm-up: checks only
+    assert not any(which == "parallel" for _, which in called)

@@ -18,6 +18,7 @@ from typing import Any
 
 import lightgbm as lgb
 
+from .._twins import parallel_from
 from ..losses.base import Target, check_finite
 from ..params import canonicalize, resolve_loss
 from .config import ConfigError, Experiment, MethodSpec, error_text
@@ -96,7 +97,10 @@ def preflight(exp: Experiment, data: ExperimentData, methods: Sequence[MethodSpe
     It catches what only LightGBM or the engine can judge (``num_leaves = 1``, a parameter
     value out of range, labels of a stock-only objective) before the timed runs, and
     compiles (or loads from cache) the numba kernels, which would otherwise be charged to
-    the first timed iteration.
+    the first timed iteration.  A warm-up (``rounds > 1``) runs each method a second time
+    with every row kernel on its parallel twin (:func:`smart_lgbm._twins.parallel_from`):
+    on its few rows the pre-flight alone would compile only the serial twins, and the timed
+    runs on the whole data would then compile the parallel ones on the clock.
 
     Raises
     ------
@@ -108,6 +112,10 @@ def preflight(exp: Experiment, data: ExperimentData, methods: Sequence[MethodSpe
         try:
             with _native_stderr_captured():
                 run_method(method, exp, small, method_seeds(method, exp)[0], rounds=min(rounds, exp.rounds_of(method)))
+                if rounds > 1:  # the warm-up: the parallel twins too (docstring)
+                    with parallel_from(0):
+                        run_method(method, exp, small, method_seeds(method, exp)[0],
+                                   rounds=min(rounds, exp.rounds_of(method)))
         except (ValueError, TypeError, lgb.basic.LightGBMError) as exc:
             raise ConfigError(f"[experiments.{exp.name}] method {method.label!r} cannot train: "
                               f"{error_text(exc)}") from None
