@@ -70,10 +70,10 @@ def main() -> int:
         times: dict[str, dict[str, list[float]]] = {w: {step: [] for step in STEPS} for w in FORCE}
         for pair in range(args.pairs + 1):
             for which in ("serial", "parallel") if pair % 2 == 0 else ("parallel", "serial"):
-                _twins.PARALLEL_MIN_ROWS = FORCE[which]
                 record: dict = {}
-                sl.train(params, dataset, args.rounds, sampler=sl.FirstOrder(rate=rate),
-                         callbacks=[sl.record_sampling(record)])
+                with _twins.parallel_from(FORCE[which]):
+                    sl.train(params, dataset, args.rounds, sampler=sl.FirstOrder(rate=rate),
+                             callbacks=[sl.record_sampling(record)])
                 if pair:
                     for step, key in STEPS.items():
                         times[which][step].extend(record[key][DROP:])

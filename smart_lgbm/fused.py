@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from .losses.base import Loss, Target
+from .losses.binary import label_sign
 from .samplers import Sampler
 from .samplers import compiled
 from .walk.codes import BinCodes, CodedForest
@@ -53,8 +54,7 @@ class FusedPass:
         label = np.asarray(target.label)
         empty_f64 = np.empty(0)
         # only the loss's own per-row input is kept (the binary sign in one byte per row)
-        self.sign = (np.where(label > 0.0, 1, -1).astype(np.int8) if loss_name == "binary"
-                     else np.empty(0, dtype=np.int8))
+        self.sign = label_sign(target) if loss_name == "binary" else np.empty(0, dtype=np.int8)
         self.label = np.ascontiguousarray(label, dtype=np.float64) if loss_name == "l2" else empty_f64
         self.cls = label.astype(np.int32) if loss_name == "softmax" else np.empty(0, dtype=np.int32)
         self.weight = empty_f64 if target.weight is None else np.ascontiguousarray(target.weight, dtype=np.float64)

@@ -15,6 +15,14 @@ _NO_LABEL = np.empty(0)
 _NO_STATISTICS = (np.empty(0), np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0), np.empty((0, 2)))
 
 
+def label_sign(target: Target) -> np.ndarray:
+    """The binary label as ``+1``/``-1`` in one byte per row (label > 0 is positive), made once
+    per target: what :func:`_fused_kernels.one_column` reads, for the loss and the fused pass."""
+    if "binary_sign" not in target.cache:
+        target.cache["binary_sign"] = np.where(np.asarray(target.label) > 0.0, 1, -1).astype(np.int8)
+    return target.cache["binary_sign"]
+
+
 def one_column_gradients(raw: np.ndarray, sign: np.ndarray, weight: np.ndarray, sigmoid: float, grad: np.ndarray,
                          hess: np.ndarray) -> None:
     """Binary float32 gradients of every row (``sign`` +-1 per row as int8) into ``grad``, ``hess``.
@@ -105,10 +113,8 @@ class BinaryLogloss(Loss, kernels={"gradient_hessian": "_gradient_kernel", "loss
         return apply_weight(response, target.weight), apply_weight(hess, target.weight)
 
     def _gradient_kernel(self, raw: np.ndarray, target: Target, grad: np.ndarray, hess: np.ndarray) -> None:
-        raw, label, weight = loss_buffer_arrays(raw, target, 1)
-        if "binary_sign" not in target.cache:  # the label as the fused pass reads it: one byte per row
-            target.cache["binary_sign"] = np.where(label > 0.0, 1, -1).astype(np.int8)
-        one_column_gradients(raw, target.cache["binary_sign"], weight, self.sigmoid, grad, hess)
+        raw, _, weight = loss_buffer_arrays(raw, target, 1)
+        one_column_gradients(raw, label_sign(target), weight, self.sigmoid, grad, hess)
 
     def _loss_kernel(self, raw: np.ndarray, target: Target, out: np.ndarray) -> None:
         """Per-row ``log(1 + exp(-sign * sigmoid * raw))`` (sign = +-1 for label 1/0), weighted."""
