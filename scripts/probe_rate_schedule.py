@@ -1,0 +1,222 @@
+"""Oracle study of rate schedules: how fast can *any* growing rate reach full boosting's quality?
+
+An adaptive rate (``rate="auto"``) decides online when to grow the sample.  This script
+asks what the best such decision could give: it trains the same sampler with fixed
+schedules, "rate ``a`` for the first ``k`` iterations, then rate ``b``", for several
+switch points ``k``, next to stock LightGBM's full boosting, all on one experiment of a
+comparison config (same data, split, parameters and metric as ``smart-lgbm compare``),
+and reports for each its best validation metric and the first iteration (and seconds)
+at which it reaches stock full's best within the config's tolerance (or ``--tolerance``).
+
+If no switch point reaches the target within a given speed-up, no controller that only
+grows the rate from ``a`` to ``b`` can: it would have to pick one of these schedules.
+
+Seconds are wall time per iteration including the validation metric's evaluation (the
+same for every run, so the slowest-per-iteration run is favoured: the figure is a bound
+for the sampled runs, not a benchmark).  Quality is exact (same seed, same model).
+
+Example::
+
+    python scripts/probe_rate_schedule.py configs/mslr-like.toml --sampler first_order \\
+        --switch 0 100 150 200 250 --rounds 600 --seeds 0 1 --out docs/results/rate_schedule_mslr-like.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import functools
+import json
+import multiprocessing
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import lightgbm as lgb
+import numba
+import numpy as np
+
+import smart_lgbm as sl
+from smart_lgbm.compare.config import load_config
+from smart_lgbm._twins import parallel_from
+from smart_lgbm.compare.data import head, load_data, make_datasets
+from smart_lgbm.compare.methods import run_params
+from smart_lgbm.samplers.adaptive import AdaptiveRate
+
+
+class ScheduledRate(AdaptiveRate):
+    """A rate fixed in advance: ``before`` for iterations < ``switch``, then ``after``."""
+
+    def __init__(self, before: float, switch: int, after: float) -> None:
+        super().__init__(start=min(before, after), maximum=max(before, after))
+        self.before, self.switch, self.after = before, switch, after
+
+    def rate_for(self, history: Any, iteration: int) -> float:
+        return self.before if iteration < self.switch else self.after
+
+    def observe(self, history: Any, iteration: int, sums: Any, allgather: Any = None) -> float:
+        return self.rate_for(history, iteration + 1)
+
+
+def _run(train_fn: Any, metric: str) -> tuple[np.ndarray, np.ndarray]:
+    """(metric per iteration, cumulative wall seconds per iteration) of one training."""
+    values: list[float] = []
+    stamps: list[float] = []
+
+    def record(env: Any) -> None:
+        stamps.append(time.perf_counter())
+        values.append(next(r[2] for r in env.evaluation_result_list if r[1] == metric))
+
+    train_fn([record])
+    stamps_a = np.asarray(stamps)
+    # seconds of training to each iteration, setup (binning, the engine's coding) left out: the
+    # first iteration, which also holds the setup, is counted at the run's median iteration time
+    step = float(np.median(np.diff(stamps_a))) if stamps_a.size > 1 else 0.0
+    return np.asarray(values), stamps_a - stamps_a[0] + step
+
+
+def _write(out: Path, text: str) -> None:
+    """Write ``text`` to ``out`` atomically (a reader never sees half a file)."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=out.name, suffix=".tmp")
+    with os.fdopen(fd, "w") as fh:
+        fh.write(text)
+    os.replace(tmp, out)
+
+
+def _experiment(path: str, name: str | None, ap: argparse.ArgumentParser) -> Any:
+    config = load_config(path)
+    exp = next((e for e in config.experiments if name in (None, e.name)), None)
+    if exp is None:
+        ap.error(f"--experiment: no experiment {name!r} in {path}")
+    return exp
+
+
+def _one_run(config_path: str, name: str, sampler_name: str, before: float, after: float, rounds: int,
+             spec: tuple[str, int, int]) -> tuple[np.ndarray, np.ndarray, str]:
+    """One training of ``spec = (label, switch, seed)`` (switch -1: stock full boosting,
+    -2: the sampler with ``rate="auto"``)."""
+    exp = load_config(config_path).experiment(name)
+    data = load_data(exp.data)
+    # the comparison's own parameters for a full-boosting method (metric, pinned binning seed)
+    params = run_params(exp.method(exp.target_method), exp, seed=spec[2])
+    label, switch, seed = spec
+
+    def sampler(k: int) -> Any:  # k = -2: the adaptive rate itself
+        return sl.make_sampler(sampler_name, rate="auto" if k == -2 else ScheduledRate(before, k, after))
+
+    if switch < 0:
+        def train(callbacks: list) -> None:
+            tr, va = make_datasets(data)
+            lgb.train(params, tr, rounds, valid_sets=[va], valid_names=["valid"], callbacks=callbacks)
+    else:
+        # compile the engine's kernels (serial and parallel twins) before anything is timed
+        small = head(data, 20_000)
+        for threshold in (None, 0):
+            with parallel_from(threshold) if threshold is not None else contextlib.nullcontext():
+                tr, va = make_datasets(small)
+                sl.train(params, tr, 3, sampler=sampler(1), valid_sets=[va])
+
+        def train(callbacks: list) -> None:
+            tr, va = make_datasets(data)
+            sl.train(params, tr, rounds, sampler=sampler(switch), valid_sets=[va], valid_names=["valid"],
+                     callbacks=callbacks)
+    v, t = _run(train, exp.metric)
+    print(f"{label} seed {seed}: best {(v.max() if exp.higher_is_better else v.min()):.5f}, {t[-1]:.1f} s",
+          flush=True)
+    return v, t, data.description
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("config", help="comparison config (TOML): data, params, metric, tolerance")
+    ap.add_argument("--experiment", help="experiment name (default: the config's first)")
+    ap.add_argument("--sampler", default="first_order", help="sampler name (default first_order)")
+    ap.add_argument("--before", type=float, default=0.1, help="rate before the switch (default 0.1)")
+    ap.add_argument("--after", type=float, default=1.0, help="rate after the switch (default 1.0)")
+    ap.add_argument("--switch", type=int, nargs="*", default=[], help="switch iterations k")
+    ap.add_argument("--auto", action="store_true", help='also run the sampler with rate="auto"')
+    ap.add_argument("--rounds", type=int, default=600)
+    ap.add_argument("--seeds", type=int, nargs="+", default=[0])
+    ap.add_argument("--tolerance", type=float, help="default: the config's")
+    ap.add_argument("--jobs", type=int, default=1, help="runs in parallel processes (default 1)")
+    ap.add_argument("--out", required=True, help="markdown output (written atomically)")
+    args = ap.parse_args(argv)
+
+    exp = _experiment(args.config, args.experiment, ap)
+    specs = [("stock full", -1, 0)] + [(f"{args.before} for {k}, then {args.after}", k, seed)
+                                       for k in args.switch for seed in args.seeds]
+    specs += [('rate "auto"', -2, seed) for seed in args.seeds] if args.auto else []
+    job = functools.partial(_one_run, args.config, exp.name, args.sampler, args.before, args.after, args.rounds)
+    if args.jobs > 1:  # each run in its own process, each with the config's num_threads
+        with ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+            results = list(pool.map(job, specs))
+    else:
+        results = [job(spec) for spec in specs]
+    runs = [(label, seed, v, t) for (label, _, seed), (v, t, _desc) in zip(specs, results)]
+    description = results[0][2]
+    metric, higher = exp.metric, exp.higher_is_better
+    tol = exp.tolerance if args.tolerance is None else args.tolerance
+    v = runs[0][2]
+    best = v.max() if higher else v.min()
+    target = best - tol if higher else best + tol
+    reached = (lambda v: v >= target) if higher else (lambda v: v <= target)
+    stock_v, stock_t = runs[0][2], runs[0][3]
+    stock_hit = int(np.argmax(reached(stock_v)))
+    lines = [f"# Rate schedules on {exp.name}: {args.sampler}, rate {args.before} then {args.after}", "",
+             f"Command: `python scripts/probe_rate_schedule.py {' '.join(sys.argv[1:] if argv is None else argv)}`",
+             "",
+             f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
+             f"lightgbm {lgb.__version__}, numba {numba.__version__}.", "",
+             f"Data: {description}. Params: {exp.params}. Metric {metric} on the validation split; target = "
+             f"stock full's best over {args.rounds} rounds ({best:.5f}) {'-' if higher else '+'} {tol} = "
+             f"{target:.5f}. Seconds: wall time of the iterations up to that one (setup left out: the first "
+             "iteration counts at the run's median iteration time), the validation metric's evaluation "
+             "included (the same for every run); kernels compiled before. Mean curve = the seeds' metric averaged per "
+             "iteration; its time = the seeds' median seconds at that iteration.", "",
+             "| schedule | seeds | best (iteration) | reaches target at | seconds | vs stock full |",
+             "|---|---:|---:|---:|---:|---:|",
+             f"| stock full | 1 | {best:.5f} ({int(np.argmax(stock_v) if higher else np.argmin(stock_v)) + 1}) | "
+             f"{stock_hit + 1} | {stock_t[stock_hit]:.1f} | 1.00x |"]
+    labels = list(dict.fromkeys(r[0] for r in runs[1:]))
+    for label in labels:
+        group = [r for r in runs[1:] if r[0] == label]
+        n = min(len(r[2]) for r in group)
+        mean = np.mean([r[2][:n] for r in group], axis=0)
+        secs = np.median([r[3][:n] for r in group], axis=0)
+        b = int(np.argmax(mean) if higher else np.argmin(mean))
+        hit = np.flatnonzero(reached(mean))
+        if hit.size:
+            i = int(hit[0])
+            cells = f"{i + 1} | {secs[i]:.1f} | {stock_t[stock_hit] / secs[i]:.2f}x"
+        else:
+            cells = "not reached | — | —"
+        lines.append(f"| {label} | {len(group)} | {mean[b]:.5f} ({b + 1}) | {cells} |")
+    steps = np.diff(runs[0][3])
+    rates = {f"stock full {1000 * statistics.median(steps):.0f}"}
+    for (label, switch, _), (v, t, _d) in zip(specs[1:], results[1:]):
+        steps = np.diff(t)
+        if switch == -2:
+            continue
+        if switch > 1:
+            rates.add(f"rate {args.before} {1000 * statistics.median(steps[: switch - 1]):.0f}")
+        if switch < len(t) - 1:
+            rates.add(f"rate {args.after} {1000 * statistics.median(steps[max(switch, 1):]):.0f}")
+    lines += ["", f"Runs: {len(specs)}, {args.jobs} at a time (each in its own process, with the config's num_threads). "
+              "Median ms per iteration: " + "; ".join(sorted(rates)) + " (one entry per distinct median)."]
+    text = "\n".join(lines) + "\n"
+    curves = {f"{label} seed {seed}": {"values": v.tolist(), "seconds": t.tolist()} for label, seed, v, t in runs}
+    _write(Path(args.out).with_suffix(".json"), json.dumps(curves))
+    _write(Path(args.out), text)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
