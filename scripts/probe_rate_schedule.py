@@ -159,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
             results = list(pool.map(job, specs))
     else:
         results = [job(spec) for spec in specs]
-    runs = [(label, seed, v, t) for (label, _, seed), (v, t, _desc) in zip(specs, results)]
+    runs = [(label, seed, v, t) for (label, _, seed), (v, t, _desc) in zip(specs, results, strict=True)]
     description = results[0][2]
     metric, higher = exp.metric, exp.higher_is_better
     tol = exp.tolerance if args.tolerance is None else args.tolerance
@@ -200,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
         lines.append(f"| {label} | {len(group)} | {mean[b]:.5f} ({b + 1}) | {cells} |")
     steps = np.diff(runs[0][3])
     rates = {f"stock full {1000 * statistics.median(steps):.0f}"}
-    for (label, switch, _), (v, t, _d) in zip(specs[1:], results[1:]):
+    for (_label, switch, _), (_v, t, _d) in zip(specs[1:], results[1:], strict=True):
         steps = np.diff(t)
         if switch == -2:
             continue
