@@ -62,7 +62,7 @@ def main() -> None:
         n, f, leaves = CASES[name]
         codes, forests, skip = _setup(n, f, leaves, args.threads)
         c = codes.codes
-        skip_out = np.zeros((skip.shape[0], 1))
+        skip_out = np.random.default_rng(1).normal(size=(skip.shape[0], 1))
         noleaves = np.empty((0, 1), np.int32)
         bms = [cf.bitmask for cf in forests]
         assert all(bm is not None for bm in bms)
@@ -71,6 +71,7 @@ def main() -> None:
             cf = forests[i]
             _k.walk_codes(c, _forest.CODES_BLOCK_ROWS, chunks, cf.info, cf.child, cf.node_value, cf.node_leaf,
                           cf.roots, cf.depths, skip, skip_out, out, lv, want)
+
 
         def new(i, out, lv, want, block):
             bm = bms[i]

@@ -147,19 +147,25 @@ def walk_bitmask(codes, block, chunks, tstart, tcol, table, leaf_value, leaf_ind
     nchunks = min(nblocks, chunks)
     ns = skip.shape[0]
     num_trees = tstart.shape[0] - 1
-    all_ones = np.uint64(_ALL)
     for c in prange(nchunks):
         b0, b1 = _chunk_bounds(c, nchunks, nblocks)
-        mask = np.empty(block, dtype=np.uint64)
+        mask = np.empty(block, dtype=table.dtype)
         p = _lower_bound(skip, 0, ns, b0 * block)
         for b in range(b0, b1):
             r0 = b * block
             m = min(block, n - r0)
             p_end = _lower_bound(skip, p, ns, r0 + m)
             for k in range(num_trees):
-                for j in range(m):
-                    mask[j] = all_ones
                 e, e1 = tstart[k], tstart[k + 1]
+                if e == e1:  # a tree of one leaf
+                    for j in range(m):
+                        mask[j] = 1
+                else:  # the first column's table sets the masks
+                    ca = codes[tcol[e], r0:r0 + m]
+                    ta = table[NUM_CODES * e:NUM_CODES * (e + 1)]
+                    for j in range(m):
+                        mask[j] = ta[np.uint64(ca[np.uint64(j)])]
+                    e += 1
                 while e + 1 < e1:  # two columns a pass: half the masks' loads and stores
                     ca, cb = codes[tcol[e], r0:r0 + m], codes[tcol[e + 1], r0:r0 + m]
                     ta = table[NUM_CODES * e:NUM_CODES * (e + 1)]
