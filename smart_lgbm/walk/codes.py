@@ -7,7 +7,8 @@ upper bounds (its ``BinMapper``), so a value only matters through its position a
 those bounds.  :class:`CodeBook` reads the bounds of the training Dataset
 (:func:`smart_lgbm._lightgbm.bin_mappers`) and :meth:`CodeBook.encode` stores, once per
 run, every value as one byte, column-major; the walk then reads a block's byte of each
-feature a node tests (:func:`smart_lgbm.walk._kernels.walk_codes`).
+feature a node tests (:func:`smart_lgbm.walk._kernels.walk_codes`), or, for trees of at most
+64 leaves, of each feature the tree splits on (:mod:`smart_lgbm.walk.bitmask`).
 
 Exactness (the walk must add what ``Booster.predict(raw_score=True)`` adds):
 
