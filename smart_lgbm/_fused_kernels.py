@@ -5,8 +5,9 @@ that leaves the next iteration's gradients and rate-solve statistics ready
 Private module: the kernels trust their inputs (checked by :class:`smart_lgbm.fused.FusedPass`)
 and run without bounds checks.
 
-The walk itself is :func:`smart_lgbm.walk._kernels.walk_codes`, called just before: the
-same lockstep loop written in this kernel, before the gradients of the same block, ran
+The walk itself is :func:`smart_lgbm.walk.add_coded_outputs` (the bitmask walk for trees of
+at most 64 leaves, else :func:`smart_lgbm.walk._kernels.walk_codes`), called just before: the
+lockstep loop written in this kernel, before the gradients of the same block, ran
 twice as slow (development run, 1M x 28 at one thread: 45-48 ms against 22-27 ms; also as
 a called function or as a second parallel loop, which numba fuses with the first), and the
 gradients are bound by ``exp``, not by reading the scores again.

@@ -17,6 +17,7 @@ import smart_lgbm as sl
 import smart_lgbm._fused_kernels  # noqa: F401  (every kernel module, so that REGISTRY holds them all)
 import smart_lgbm.losses._kernels  # noqa: F401
 import smart_lgbm.walk._encode_kernels  # noqa: F401
+import smart_lgbm.walk._bitmask_kernels  # noqa: F401
 import smart_lgbm.walk._kernels  # noqa: F401
 from smart_lgbm import _twins
 from smart_lgbm.samplers import _kernels as k
@@ -121,7 +122,7 @@ def _dense(objective, n=N):
 #: Training runs and the kernels each must run (both twins are checked for each).
 CASES = {
     "binary-first_order": ("binary", lambda: sl.FirstOrder(rate=0.2),
-                           {"one_column", "scan", "draw", "gather", "walk_codes", "encode_dense"}),
+                           {"one_column", "scan", "draw", "gather", "walk_bitmask", "encode_dense"}),
     "binary-mvs": ("binary", lambda: sl.MVS(rate=0.2), {"one_column", "norm_sums", "draw", "gather"}),
     "binary-second_order": ("binary", lambda: sl.SecondOrder(rate=0.2, anchor_lag=1), {"leaf_means", "gather"}),
     "binary-weight_trimming": ("binary", lambda: sl.WeightTrimming(alpha=0.1),
@@ -133,7 +134,7 @@ CASES = {
 }
 #: Kernels whose twins the direct and walk tests below compare.
 DIRECT = {"scan", "scaled_histogram", "cap_round", "closest_row", "probabilities", "draw", "norm_sums", "leaf_means",
-          "trim_histogram", "trim_counts", "encode_sparse", "walk_dense", "walk_sparse"}
+          "trim_histogram", "trim_counts", "encode_sparse", "walk_dense", "walk_sparse", "walk_codes"}
 
 
 def test_every_row_kernel_has_its_twins_compared():
@@ -191,6 +192,31 @@ def test_raw_walks_are_the_same_with_either_twin(called, monkeypatch):
         assert results[0] == results[1]
     for name in ("walk_dense", "walk_sparse"):
         assert {(name, "serial"), (name, "parallel")} <= called, name
+
+
+def test_lockstep_coded_walk_is_the_same_with_either_twin(called, monkeypatch):
+    """The lockstep walk over codes (trees of more than 64 leaves), skipped rows and leaves."""
+    from smart_lgbm import _lightgbm as L
+    from smart_lgbm.walk import CodeBook, Forest, RawFeatures, add_coded_outputs
+
+    X, y = _dense("binary")
+    ds = lgb.Dataset(X, y, params={"verbose": -1}).construct()
+    booster = lgb.train({"objective": "binary", "verbose": -1, "num_leaves": 80, "seed": 1}, ds, 2)
+    book = CodeBook.from_mappers(L.bin_mappers(L.handle_of(ds)))
+    codes = book.encode(RawFeatures.from_data(X))
+    forest = book.coded_forest(Forest.from_tree_texts(L.tree_bodies(booster.model_to_string())[-1:]))
+    assert forest.bitmask is None  # more than 64 leaves: the lockstep walk
+    rows = np.arange(0, N, 7, dtype=np.int32)
+    known = (rows, np.random.default_rng(2).normal(size=(rows.shape[0], 1)))
+    results = []
+    for threshold in (SERIAL, PARALLEL):
+        monkeypatch.setattr(_twins, "PARALLEL_MIN_ROWS", threshold)
+        out = np.zeros((N, 1))
+        leaves = np.full((N, 1), -1, dtype=np.int32)
+        add_coded_outputs(codes, forest, out, leaves, known)
+        results.append((out.tobytes(), leaves.tobytes()))
+    assert results[0] == results[1]
+    assert {("walk_codes", "serial"), ("walk_codes", "parallel")} <= called
 
 
 def test_the_row_count_picks_the_twin(monkeypatch):
@@ -286,7 +312,7 @@ def test_compare_warm_up_runs_both_twins_of_the_kernels_it_uses(tmp_path, called
     """))
     exp = load_config(path).experiments[0]
     preflight(exp, load_data(exp.data), [exp.method("first_order")], rounds=3)
-    for kernel in ("walk_codes", "gather", "one_column"):
+    for kernel in ("walk_bitmask", "gather", "one_column"):
         assert {(kernel, "serial"), (kernel, "parallel")} <= called, kernel
     called.clear()
     preflight(exp, load_data(exp.data), [exp.method("first_order")], rounds=1)  # no warm-up: checks only

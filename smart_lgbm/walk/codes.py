@@ -7,7 +7,8 @@ upper bounds (its ``BinMapper``), so a value only matters through its position a
 those bounds.  :class:`CodeBook` reads the bounds of the training Dataset
 (:func:`smart_lgbm._lightgbm.bin_mappers`) and :meth:`CodeBook.encode` stores, once per
 run, every value as one byte, column-major; the walk then reads a block's byte of each
-feature a node tests (:func:`smart_lgbm.walk._kernels.walk_codes`).
+feature a node tests (:func:`smart_lgbm.walk._kernels.walk_codes`), or, for trees of at most
+64 leaves, of each feature the tree splits on (:mod:`smart_lgbm.walk.bitmask`).
 
 Exactness (the walk must add what ``Booster.predict(raw_score=True)`` adds):
 
@@ -41,6 +42,7 @@ import numpy as np
 from .. import _lightgbm
 from . import _encode_kernels as _ek
 from . import _kernels as _k
+from . import bitmask as _bm
 from .raw import RawFeatures
 
 if TYPE_CHECKING:  # (walk.forest imports this module)
@@ -77,7 +79,9 @@ class CodedForest:
     of its feature, ``tcode``, its threshold's position among the feature's bounds,
     ``miss``, the code sent the default way, :data:`_k.NO_MISS` for none, and
     ``go_default``, 1 when the default way is right) and its two children at ``child[2 * node]`` (left) and
-    ``child[2 * node + 1]``; leaves are their own children.
+    ``child[2 * node + 1]``; leaves are their own children.  ``bitmask``: the same trees as
+    the bitmask walk's tables (:mod:`smart_lgbm.walk.bitmask`), None when a tree has more
+    than 64 leaves (the lockstep walk then walks them).
     """
 
     info: np.ndarray
@@ -86,6 +90,7 @@ class CodedForest:
     node_leaf: np.ndarray
     roots: np.ndarray
     depths: np.ndarray
+    bitmask: _bm.BitmaskForest | None = None
 
 
 class CodeBook:
@@ -192,7 +197,9 @@ class CodeBook:
                 _k.ZERO_WITHOUT_ZERO_BIN: f"feature {feature}: a zero-missing split on a feature binned without it",
                 _k.PLAIN_ON_NAN_BIN: f"feature {feature}: a split without missing values on a NaN-binned feature",
             }[reason])
-        return CodedForest(info, child, forest.node_value, forest.node_leaf, forest.roots, forest.depths)
+        bitmask = _bm.bitmask_forest(info, child, forest.node_value, forest.node_leaf, forest.roots,
+                                     self.features.shape[0])
+        return CodedForest(info, child, forest.node_value, forest.node_leaf, forest.roots, forest.depths, bitmask)
 
 
 def _strictly_sorted_segments(indptr: np.ndarray, indices: np.ndarray) -> bool:
