@@ -111,7 +111,7 @@ def _one_run(config_path: str, name: str, sampler_name: str, before: float, afte
     def sampler(k: int) -> Any:  # k = -2: the adaptive rate itself
         return sl.make_sampler(sampler_name, rate="auto" if k == -2 else ScheduledRate(before, k, after))
 
-    if switch < 0:
+    if switch == -1:
         def train(callbacks: list) -> None:
             tr, va = make_datasets(data)
             lgb.train(params, tr, rounds, valid_sets=[va], valid_names=["valid"], callbacks=callbacks)

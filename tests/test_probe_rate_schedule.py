@@ -29,12 +29,15 @@ def test_switch_at_zero_is_stock_full_boosting_and_sampling_changes_the_curve(tm
     # schedule switching at 0 must give stock LightGBM's curve (up to the order in which the
     # engine and LightGBM add up the validation scores); a switch at 3 must not
     out = tmp_path / "probe.md"
-    assert _script().main(["configs/quick.toml", "--switch", "0", "3", "--rounds", "6", "--out", str(out)]) == 0
+    assert _script().main(["configs/quick.toml", "--switch", "0", "3", "--auto", "--rounds", "6", "--out", str(out)]) == 0
     curves = json.loads(out.with_suffix(".json").read_text())
     stock = np.array(curves["stock full seed 0"]["values"])
     assert stock.shape == (6,)
     np.testing.assert_allclose(np.array(curves["0.1 for 0, then 1.0 seed 0"]["values"]), stock, rtol=1e-12)
     sampled = np.array(curves["0.1 for 3, then 1.0 seed 0"]["values"])
     assert np.max(np.abs(sampled - stock)) > 1e-5
+    # the adaptive rate starts at 0.1: a sampled run, not stock full boosting
+    auto = np.array(curves['rate "auto" seed 0']["values"])
+    assert np.max(np.abs(auto - stock)) > 1e-5
     text = out.read_text()
     assert "| stock full | 1 |" in text and "| 0.1 for 3, then 1.0 | 1 |" in text
