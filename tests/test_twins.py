@@ -8,6 +8,8 @@ another order, or lost a block, would give other bits.
 
 from __future__ import annotations
 
+import warnings
+
 import lightgbm as lgb
 import numpy as np
 import pytest
@@ -317,3 +319,18 @@ def test_compare_warm_up_runs_both_twins_of_the_kernels_it_uses(tmp_path, called
     called.clear()
     preflight(exp, load_data(exp.data), [exp.method("first_order")], rounds=1)  # no warm-up: checks only
     assert not any(which == "parallel" for _, which in called)
+
+
+def test_kind_lambda_scope_warning_is_muted_with_or_without_colour():
+    # numba prints its pedantic "not in scope" check for the inlined kind lambdas with a colour
+    # code in front where colours are on (seen on a server); both forms must stay quiet, and
+    # the same warning about any other variable must still show
+    from numba.core import errors
+
+    import smart_lgbm.samplers._kernels  # noqa: F401  (installs the filter)
+
+    name = "variable '_score_of_kind__locals___lambda__v39__v18call_4_2.1' is not in scope."
+    for text, shown in ((name, 0), ("\x1b[1m" + name, 0), ("variable 'x.1' is not in scope.", 1)):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.warn(errors.NumbaIRAssumptionWarning(text), stacklevel=1)
+        assert len(caught) == shown, text

@@ -127,8 +127,9 @@ def _score(kind, g, h, buf, lam, i):  # pragma: no cover - compiled code calls t
 # numba's SSA pass reports the inlined kind lambdas' own locals as "not in scope" when they
 # are inlined into a prange loop (an internal pedantic check, NumbaIRAssumptionWarning, raised
 # while compiling; the code is right: tests/test_twins.py compares both twins bit for bit).
-# Muted for those names only, so that a user's first run prints no numba internals.
-warnings.filterwarnings("ignore", message=r"variable '_score_of_kind__locals___lambda",
+# Muted for those names only, so that a user's first run prints no numba internals (the
+# message may start with a terminal colour code: numba highlights it where colours are on).
+warnings.filterwarnings("ignore", message=r"(\x1b\[[0-9;]*m)?variable '_score_of_kind__locals___lambda",
                         category=errors.NumbaIRAssumptionWarning)
 
 _KIND_OF_MARKER = {from_dtype(marker.dtype): kind for kind, marker in KIND_MARKERS.items()}
