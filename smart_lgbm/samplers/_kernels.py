@@ -129,8 +129,8 @@ def _score(kind, g, h, buf, lam, i):  # pragma: no cover - compiled code calls t
 # while compiling; the code is right: tests/test_twins.py compares both twins bit for bit).
 # Muted for those names only, so that a user's first run prints no numba internals (the
 # message may start with a terminal colour code: numba highlights it where colours are on).
-warnings.filterwarnings("ignore", message=r"(\x1b\[[0-9;]*m)?variable '_score_of_kind__locals___lambda",
-                        category=errors.NumbaIRAssumptionWarning)
+KIND_LAMBDA_SCOPE_WARNING = r"(\x1b\[[0-9;]*m)?variable '_score_of_kind__locals___lambda"
+warnings.filterwarnings("ignore", message=KIND_LAMBDA_SCOPE_WARNING, category=errors.NumbaIRAssumptionWarning)
 
 _KIND_OF_MARKER = {from_dtype(marker.dtype): kind for kind, marker in KIND_MARKERS.items()}
 
