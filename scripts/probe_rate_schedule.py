@@ -11,14 +11,15 @@ at which it reaches stock full's best within the config's tolerance (or ``--tole
 If no switch point reaches the target within a given speed-up, no controller that only
 grows the rate from ``a`` to ``b`` can: it would have to pick one of these schedules.
 
-Seconds are wall time per iteration including the validation metric's evaluation (the
-same for every run, so the slowest-per-iteration run is favoured: the figure is a bound
-for the sampled runs, not a benchmark).  Quality is exact (same seed, same model).
+Seconds are wall time per iteration including the validation metric's evaluation: the
+same cost added to every run's iterations, which understates the cheaper sampled
+iterations' speed-up (a conservative figure, not a benchmark).  Quality is exact (same
+seed, same model).
 
 Example::
 
     python scripts/probe_rate_schedule.py configs/mslr-like.toml --sampler first_order \\
-        --switch 0 100 150 200 250 --rounds 600 --seeds 0 1 --out docs/results/rate_schedule_mslr-like.md
+        --switch 100 150 200 250 300 --rounds 600 --jobs 6 --out docs/results/rate_schedules/mslr-like.md
 """
 
 from __future__ import annotations
