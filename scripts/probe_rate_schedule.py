@@ -149,6 +149,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=1, help="runs in parallel processes (default 1)")
     ap.add_argument("--out", required=True, help="markdown output (written atomically)")
     args = ap.parse_args(argv)
+    if any(k < 0 for k in args.switch):
+        ap.error(f"--switch: switch iterations must be >= 0, got {args.switch}")
+    if args.rounds < 2 or args.jobs < 1:
+        ap.error(f"--rounds must be >= 2 and --jobs >= 1, got {args.rounds} and {args.jobs}")
 
     exp = _experiment(args.config, args.experiment, ap)
     specs = [("stock full", -1, 0)] + [(f"{args.before} for {k}, then {args.after}", k, seed)

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -41,3 +42,9 @@ def test_switch_at_zero_is_stock_full_boosting_and_sampling_changes_the_curve(tm
     assert np.max(np.abs(auto - stock)) > 1e-5
     text = out.read_text()
     assert "| stock full | 1 |" in text and "| 0.1 for 3, then 1.0 | 1 |" in text
+
+
+def test_negative_switch_is_refused(capsys):
+    with pytest.raises(SystemExit):
+        _script().main(["configs/quick.toml", "--switch", "-1", "--out", "unused.md"])
+    assert "--switch" in capsys.readouterr().err
