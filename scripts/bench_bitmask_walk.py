@@ -100,7 +100,7 @@ def main() -> None:
                 new(i, out, noleaves, False, block)
                 times.setdefault(f"bitmask block {block}", []).append(time.perf_counter() - t0)
         base = statistics.median(times["lockstep walk_codes"])
-        print(f"## {name}: {n} x {f}, {leaves} leaves, {args.threads} threads (contended dev run)")
+        print(f"## {name}: {n} x {f}, {leaves} leaves, {args.threads} threads")
         for key, v in times.items():
             med = statistics.median(v)
             print(f"  {key:24s} {1000 * med:7.2f} ms   speed-up {base / med:5.2f}x")
