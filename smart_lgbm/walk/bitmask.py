@@ -36,6 +36,10 @@ def bitmask_forest(info: np.ndarray, child: np.ndarray, node_value: np.ndarray, 
     when a tree has more than :data:`_bk.MAX_LEAVES` leaves."""
     total = info.shape[0]
     k = roots.shape[0]
+    # a tree of L leaves has 2L - 1 nodes: refuse before allocating the tables (this runs
+    # every iteration; forests of larger trees never use them)
+    if int(np.max(np.diff(roots, append=total))) > 2 * _bk.MAX_LEAVES - 1:
+        return None
     # entries: at most one per internal node, and one per column and tree
     entries = min(total, k * num_columns)
     tstart = np.empty(k + 1, np.int64)
