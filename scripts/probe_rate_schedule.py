@@ -33,7 +33,6 @@ import os
 import platform
 import statistics
 import sys
-import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -47,6 +46,7 @@ import smart_lgbm as sl
 from smart_lgbm.compare.config import load_config
 from smart_lgbm._twins import parallel_from
 from smart_lgbm.compare.data import head, load_data, make_datasets
+from smart_lgbm.compare.io import atomic_write
 from smart_lgbm.compare.methods import run_params
 from smart_lgbm.samplers.adaptive import AdaptiveRate
 
@@ -80,23 +80,6 @@ def _run(train_fn: Any, metric: str) -> tuple[np.ndarray, np.ndarray]:
     # first iteration, which also holds the setup, is counted at the run's median iteration time
     step = float(np.median(np.diff(stamps_a))) if stamps_a.size > 1 else 0.0
     return np.asarray(values), stamps_a - stamps_a[0] + step
-
-
-def _write(out: Path, text: str) -> None:
-    """Write ``text`` to ``out`` atomically (a reader never sees half a file)."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=out.name, suffix=".tmp")
-    with os.fdopen(fd, "w") as fh:
-        fh.write(text)
-    os.replace(tmp, out)
-
-
-def _experiment(path: str, name: str | None, ap: argparse.ArgumentParser) -> Any:
-    config = load_config(path)
-    exp = next((e for e in config.experiments if name in (None, e.name)), None)
-    if exp is None:
-        ap.error(f"--experiment: no experiment {name!r} in {path}")
-    return exp
 
 
 def _one_run(config_path: str, name: str, sampler_name: str, before: float, after: float, rounds: int,
@@ -154,7 +137,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.rounds < 2 or args.jobs < 1:
         ap.error(f"--rounds must be >= 2 and --jobs >= 1, got {args.rounds} and {args.jobs}")
 
-    exp = _experiment(args.config, args.experiment, ap)
+    config = load_config(args.config)
+    exp = config.experiment(args.experiment) if args.experiment else config.experiments[0]
     specs = [("stock full", -1, 0)] + [(f"{args.before} for {k}, then {args.after}", k, seed)
                                        for k in args.switch for seed in args.seeds]
     specs += [('rate "auto"', -2, seed) for seed in args.seeds] if args.auto else []
@@ -217,8 +201,8 @@ def main(argv: list[str] | None = None) -> int:
               "Median ms per iteration: " + "; ".join(sorted(rates)) + " (one entry per distinct median)."]
     text = "\n".join(lines) + "\n"
     curves = {f"{label} seed {seed}": {"values": v.tolist(), "seconds": t.tolist()} for label, seed, v, t in runs}
-    _write(Path(args.out).with_suffix(".json"), json.dumps(curves))
-    _write(Path(args.out), text)
+    atomic_write(Path(args.out).with_suffix(".json"), lambda fh: fh.write(json.dumps(curves)))
+    atomic_write(args.out, lambda fh: fh.write(text))
     print(text)
     return 0
 
