@@ -531,3 +531,45 @@ def test_loss_based_reads_the_compiled_per_row_loss(rng):
     state = SamplingState(0, g, h, raw, NaNLoss(), target, GradientHistory())
     with pytest.raises(ValueError, match="LossBased: importance must be finite"):
         LossBased(rate=0.1).sample(state, np.random.default_rng(0))
+
+
+@pytest.mark.parametrize("make", [
+    lambda rng: rng.random(50).astype(np.float32),                      # g of a single-output loss
+    lambda rng: rng.random((50, 3)).astype(np.float32),                 # multiclass g, C-contiguous
+    lambda rng: rng.random((50, 6))[:, ::2],                            # a strided float64 view
+    lambda rng: rng.random(100)[::2],                                   # a strided 1-D view
+    lambda rng: np.empty(0),                                            # the empty buffer of the g/h kinds
+])
+def test_compile_rate_solve_builds_what_numba_types_alike(make):
+    """The few rows compile_rate_solve calls the kernels on must have the numba type of the
+    arrays they stand for; a wrong dtype, dimension or layout would compile a kernel the
+    timed run never calls and leave the real one to compile on the clock."""
+    from smart_lgbm.samplers import compiled
+
+    arr = make(np.random.default_rng(0))
+    assert numba.typeof(compiled._tiny(compiled._layout(arr), 4)) == numba.typeof(arr)
+
+
+def test_compile_rate_solve_compiles_the_kernels_a_small_run_never_called(monkeypatch):
+    """A FirstOrder draw on a few rows with nobody capped records its layout without calling
+    the capping round; compile_rate_solve then compiles that round (and the histogram
+    bracket) for exactly the types the sampler's own solve passes them."""
+    from smart_lgbm.samplers import _kernels, compiled
+
+    seen = []
+    real_solve = compiled.solve
+
+    def spy(imp, *args, **kwargs):
+        seen.append(imp)
+        return real_solve(imp, *args, **kwargs)
+
+    monkeypatch.setattr(compiled, "solve", spy)
+    n = 64
+    ones = np.ones(n, np.float32)  # equal importances: nobody capped at rate 0.5, no capping round
+    FirstOrder(rate=0.5).sample(_state(ones, ones.copy()), np.random.default_rng(0))
+    (imp,) = seen
+    assert compiled.compile_rate_solve() >= 1
+    blocks = (np.empty(1, np.int64), np.empty(1))
+    assert tuple(map(numba.typeof, (*imp.args(), 1.0, 1.0, 0.5, *blocks))) in _kernels.cap_round.serial.signatures
+    assert tuple(map(numba.typeof, (*imp.args(), 1.0, 1.0))) in _kernels.scaled_histogram.serial.signatures
+    assert tuple(map(numba.typeof, (*imp.args(), 1.0, 1.0, 2.0))) in _kernels.sorted_rho.signatures

@@ -21,6 +21,7 @@ import lightgbm as lgb
 from .._twins import parallel_from
 from ..losses.base import Target, check_finite
 from ..params import canonicalize, resolve_loss
+from ..samplers.compiled import compile_rate_solve
 from .config import ConfigError, Experiment, MethodSpec, error_text
 from .data import ExperimentData, head
 from .methods import method_seeds, run_method
@@ -100,7 +101,9 @@ def preflight(exp: Experiment, data: ExperimentData, methods: Sequence[MethodSpe
     the first timed iteration.  A warm-up (``rounds > 1``) runs each method a second time
     with every row kernel on its parallel twin (:func:`smart_lgbm._twins.parallel_from`):
     on its few rows the pre-flight alone would compile only the serial twins, and the timed
-    runs on the whole data would then compile the parallel ones on the clock.
+    runs on the whole data would then compile the parallel ones on the clock.  The rate
+    solve's data-dependent kernels, which a few rows may never call, are compiled for the
+    layouts the warm-up used (:func:`smart_lgbm.samplers.compiled.compile_rate_solve`).
 
     Raises
     ------
@@ -113,9 +116,11 @@ def preflight(exp: Experiment, data: ExperimentData, methods: Sequence[MethodSpe
             with _native_stderr_captured():
                 run_method(method, exp, small, method_seeds(method, exp)[0], rounds=min(rounds, exp.rounds_of(method)))
                 if rounds > 1:  # the warm-up: the parallel twins too (docstring)
+                    compile_rate_solve()
                     with parallel_from(0):
                         run_method(method, exp, small, method_seeds(method, exp)[0],
                                    rounds=min(rounds, exp.rounds_of(method)))
+                        compile_rate_solve()
         except (ValueError, TypeError, lgb.basic.LightGBMError) as exc:
             raise ConfigError(f"[experiments.{exp.name}] method {method.label!r} cannot train: "
                               f"{error_text(exc)}") from None

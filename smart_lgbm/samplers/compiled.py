@@ -205,8 +205,60 @@ def solve(imp: Importance, rate: float | None, rho: float | None, owner: str, ma
     if rho is not None:
         return Solution(imp, 1.0, 1.0, rho)
     assert rate is not None  # the samplers give a rate or rho (ProbabilitySampler.__init__)
+    _SOLVE_LAYOUTS.add((imp.kind, _layout(imp.g), _layout(imp.h), _layout(imp.buf)))
     c1, c2, solved = _rate_rho(imp, rate * imp.n, n_pos, smax, exponent, total, max_rounds, start)
     return Solution(imp, c1, c2, solved, _unscaled(solved, exponent))
+
+
+#: Every importance layout a rate solve has seen in this process: its kind and, for ``g``,
+#: ``h`` and ``buf``, what numba compiles a kernel for (:func:`_layout`).  Which of the
+#: solve's kernels run depends on the data (capped rows, the number of rows), so a warm-up
+#: on a few rows may never call some of them; :func:`compile_rate_solve` compiles them for
+#: these layouts ahead of timed runs.
+_SOLVE_LAYOUTS: set[tuple[int, tuple[str, int, bool], tuple[str, int, bool], tuple[str, int, bool]]] = set()
+
+
+def _layout(arr: np.ndarray) -> tuple[str, int, bool]:
+    """What numba's type of ``arr`` depends on here: dtype, dimensions, C-contiguity."""
+    return arr.dtype.str, arr.ndim, bool(arr.flags.c_contiguous)
+
+
+def _tiny(layout: tuple[str, int, bool], n: int) -> np.ndarray:
+    """``n`` rows of positive values with ``layout`` (a non-contiguous one as a strided view)."""
+    dtype, ndim, contiguous = layout
+    shape = (n,) + (2,) * (ndim - 1)
+    if contiguous:
+        return np.full(shape, 0.5, dtype=dtype) * np.arange(1, n + 1, dtype=dtype).reshape((n,) + (1,) * (ndim - 1))
+    wide = _tiny((dtype, ndim, True), n * 2 if ndim == 1 else n)
+    return wide[::2] if ndim == 1 else np.concatenate([wide, wide], axis=-1)[..., ::2]
+
+
+def compile_rate_solve() -> int:
+    """Compile the rate solve's data-dependent kernels for every layout seen so far.
+
+    The capping rounds, the histogram bracket (from ``_HISTOGRAM_ROWS`` rows on) and the
+    sort-based fallback run only when the data calls for them, so a warm-up on a few rows
+    (``compare``'s pre-flight, the rate-schedule probe) may leave them to be compiled in
+    the middle of a timed run (seen: a 0.33 s stall at a9a's 6th iteration).  Each is called
+    here once on a few rows of each recorded layout, through the twin the current
+    :func:`smart_lgbm._twins.parallel_from` setting picks for them (call it inside
+    ``parallel_from(0)`` as well to compile the parallel twins).
+
+    Returns
+    -------
+    int
+        The number of layouts compiled for.
+    """
+    k = _kernels()
+    n = 4
+    for kind, g, h, buf in sorted(_SOLVE_LAYOUTS):
+        imp = Importance(kind, n, _tiny(g, n), _tiny(h, n), _tiny(buf, n), 0.5)
+        c1, c2 = k.pow2_pair(-1)
+        count, sums = k.scaled_histogram(*imp.args(), c1, c2)
+        k.bracket(count, sums, 2.0)
+        k.cap_round(*imp.args(), c1, c2, 0.5, np.empty(n_blocks(n), np.int64), np.empty(n_blocks(n)))
+        k.sorted_rho(*imp.args(), c1, c2, 2.0)
+    return len(_SOLVE_LAYOUTS)
 
 
 def _unscaled(rho: float, exponent: int) -> float | None:
