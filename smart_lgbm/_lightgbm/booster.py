@@ -164,6 +164,7 @@ class OneIterationBooster:
         self.k = num_model_per_iteration
         self._buffer = _StringBuffer()
         self._params = params
+        self._draws_columns = _samples_columns_by_tree(params)
         self._train = train
         self._parked = SubsetHandle(train, np.zeros(1, dtype=np.int32), subset_params)
         self.handle = ctypes.c_void_p()
@@ -203,6 +204,7 @@ class OneIterationBooster:
         if params != self._params:
             _check(_LIB.LGBM_BoosterResetParameter(self.handle, _c_str(params)))
             self._params = params
+            self._draws_columns = _samples_columns_by_tree(params)
 
     def parameters_section(self, params: str) -> str:
         """The ``parameters:`` section LightGBM writes for a Booster created with ``params``
@@ -306,7 +308,7 @@ class OneIterationBooster:
             _check(_LIB.LGBM_BoosterResetTrainingData(self.handle, self._train))
             self._current = train
             skipped -= 1
-        if skipped and _samples_columns_by_tree(self._params):
+        if skipped and self._draws_columns:
             for _ in range(skipped):
                 _check(_LIB.LGBM_BoosterResetParameter(self.handle, _c_str(self._params)))
         finished = ctypes.c_int(0)
@@ -324,7 +326,7 @@ class OneIterationBooster:
         # (finished with kept trees: LightGBM dropped the constant trees itself, and the run
         # has trees already, so none are needed)
         texts = tree_bodies(model) if "\nTree=0\n" in model else []
-        if bias is not None:
+        if bias is not None and texts:
             internal = exact_internal_values(self.handle, len(texts), self.kept)
             texts = [fold_bias(text, float(b), inner)[0] for text, b, inner in zip(texts, bias, internal, strict=True)]
         if finished.value:
