@@ -26,8 +26,9 @@ Iterations that draw every row (``Full()``, ``Uniform(1.0)``, an adaptive rate a
 on the training Dataset itself, with no subset.  When no set needs LightGBM's outputs
 (the plan's ``stay_on_train``), the tree-fitting Booster stays on that Dataset across such
 iterations and keeps their trees, as stock training does: no reset, no park and no
-rollback, so such an iteration costs LightGBM what a stock iteration costs, plus the walk
-(the fused pass) that also gives the next iteration its ``g, h``.  The first sampled
+rollback, so such an iteration costs LightGBM what a stock iteration with the same
+histogram layout costs (the engine's default is column-wise: ``docs/engine.md``), plus the
+walk (the fused pass) that also gives the next iteration its ``g, h``.  The first sampled
 iteration after them parks the Booster on one row and rolls the kept trees back there.
 
 The fused path (:mod:`smart_lgbm.fused`): for a built-in loss and sampler on coded
