@@ -8,7 +8,8 @@ time (first 3 iterations dropped: binning, first-touch pages, numba's cache load
 ratios against stock full training and stock bagging at the same rate.  For the engine the
 median time of each step of an iteration comes from :func:`smart_lgbm.record_sampling`:
 gradients and draw of all rows ("sample"), LightGBM's tree on the sample ("tree": subset
-copy, one training-data reset, update, model text, rollback) and every row's score update
+copy, one training-data reset, update, model text, rollback; for ``Full()`` only the update
+and the model text: the Booster stays on the training set) and every row's score update
 ("update": the compiled walk over the raw features).
 
 Methods: stock full, stock ``bagging_fraction=r`` (``bagging_freq=1``), stock GOSS

@@ -15,11 +15,21 @@ An iteration (:meth:`BoostingRun.step`):
    histogram work touches ``S`` only;
 4. every training and validation row gets the new trees' outputs added to its tracked
    score by the compiled walk over the caller's raw features (:mod:`smart_lgbm.walk`).
-   Exceptions read the outputs from LightGBM instead: the training set when every row was
-   drawn (LightGBM's tree learner already added them from its partition of the rows, no
-   walk needed), and any set whose raw features are not in memory (LightGBM's binned
-   predictor: slower, said once per run).  :mod:`smart_lgbm.update_plan` decides it for
-   every set, once per run and kind of iteration.
+   Exceptions read the outputs from LightGBM instead: any set whose raw features are not
+   in memory (LightGBM's binned predictor: slower, said once per run), and then, or on a
+   machine of a distributed run, the training set when every row was drawn (LightGBM's
+   tree learner already added them from its partition of the rows).
+   :mod:`smart_lgbm.update_plan` decides it for every set, once per run and kind of
+   iteration.
+
+Iterations that draw every row (``Full()``, ``Uniform(1.0)``, an adaptive rate at 1.0) fit
+on the training Dataset itself, with no subset.  When no set needs LightGBM's outputs
+(the plan's ``stay_on_train``), the tree-fitting Booster stays on that Dataset across such
+iterations and keeps their trees, as stock training does: no reset, no park and no
+rollback, so such an iteration costs LightGBM what a stock iteration with the same
+histogram layout costs (the engine's default is column-wise: ``docs/engine.md``), plus the
+walk (the fused pass) that also gives the next iteration its ``g, h``.  The first sampled
+iteration after them parks the Booster on one row and rolls the kept trees back there.
 
 The fused path (:mod:`smart_lgbm.fused`): for a built-in loss and sampler on coded
 training rows, step 4's walk of the training rows is one compiled sweep that also computes
@@ -44,7 +54,7 @@ from .iteration import draw_iteration
 from .losses.base import Loss, Target
 from .params import ENGINE_ONLY, LOSS_AND_METRIC_PARAMS, EngineConfig, canonicalize, check_seed, refuse_unsupported
 from .samplers import GradientHistory, Sampler
-from .update_plan import SAMPLE, TRAIN, Features, PlanCache, RunFacts, Source
+from .update_plan import SAMPLE, TRAIN, Features, PlanCache, RunFacts
 from .walk import BinCodes, CodeBook, Forest, RawFeatures, add_coded_outputs, add_outputs
 
 if TYPE_CHECKING:
@@ -119,7 +129,8 @@ class BoostingRun:
     valids : list of EngineSet
     stream : int or None, default=None
         Sampling stream (:func:`smart_lgbm.iteration.stream_rng`): None on one machine; each machine of a
-        distributed run draws from its own (its rank), since its rows are its own.
+        distributed run draws from its own (its rank), since its rows are its own.  Given,
+        the run is one machine of a distributed run (update plans with ``network``).
     initial_score : callable, optional
         ``initial_score(loss, target) -> (K,) array``, the score boosting starts from when
         the data has no init scores; default ``loss.init_score(target)``.  A distributed
@@ -162,7 +173,7 @@ class BoostingRun:
         self.plans = PlanCache(RunFacts(
             train=self.train.features, valids=tuple(v.features for v in self.valids),
             needs_leaves=sampler.needs_leaves, train_init_score=train.native_init_score is not None,
-            fused=self.fused is not None,
+            fused=self.fused is not None, network=stream is not None,
         ))
         self._ready = False
         self._statistics: Statistics | None = None
@@ -239,10 +250,11 @@ class BoostingRun:
         plan = self.plans(sample.size == n, sample.size >= READ_SAMPLE_FRACTION * n)  # (indices sorted, unique)
         if plan.slow:
             self._warn_slow(plan.slow)
-        subset = None if plan.train is Source.PARTITION else _lightgbm.SubsetHandle(
+        subset = None if sample.size == n else _lightgbm.SubsetHandle(
             self._train_handle, sample.indices, self.subset_params)
+        params = None
         if self.params_changed or self.cfg.trees_draw_random_numbers():
-            self.fitter.set_params(self.cfg.booster_params(iteration))
+            params = self.cfg.booster_params(iteration)  # (the fitter applies them in its order)
             self.params_changed = False
         try:
             by_key = self._scored
@@ -256,6 +268,7 @@ class BoostingRun:
             fitted = self.fitter.fit(
                 self._train_handle if subset is None else subset.handle, class_major_float32(sample.grad),
                 class_major_float32(sample.hess), reads, want_leaves=plan.want_leaves, bias=self.bias,
+                params=params, keep=plan.stay_on_train,
             )
         finally:
             if subset is not None:

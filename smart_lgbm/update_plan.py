@@ -11,6 +11,11 @@ the plan, and :meth:`smart_lgbm._lightgbm.OneIterationBooster.fit` returns the o
 reads keyed by the set keys of the plan (:data:`TRAIN`, :data:`SAMPLE`,
 :func:`valid_key`), never by position.
 
+When every row is drawn and no set's outputs need LightGBM, the plan also says that the
+tree-fitting Booster stays on the whole training set and keeps the trees
+(:attr:`UpdatePlan.stay_on_train`): no reset, no park and no rollback per iteration, as in
+stock training; the training rows are walked as in a sampled iteration.
+
 The run's facts are fixed when the run starts, and the iteration's facts take four values,
 so a run computes at most four plans (:class:`PlanCache`), not one per iteration.
 """
@@ -49,9 +54,10 @@ class Features(enum.Enum):
 class Source(enum.Enum):
     """Where a set's new tree outputs come from in one iteration."""
 
-    #: Every training row was drawn: LightGBM's tree learner already added each row's output
-    #: to the scores of the Dataset it fitted on, from its partition of the rows.  Read back
-    #: with no walk and no reset of the Booster.
+    #: Every training row was drawn, and some set's outputs come from LightGBM anyway (no
+    #: features in memory, or a distributed run): LightGBM's tree learner already added each
+    #: row's output to the scores of the Dataset it fitted on, from its partition of the
+    #: rows.  Read back with no walk (the Booster is reset to the training set and back).
     PARTITION = "the tree learner's partition"
     #: LightGBM's binned predictor: the Booster is pointed at the set's binned rows, which
     #: costs a reset and a binned walk per iteration (sets without features in memory).
@@ -91,6 +97,10 @@ class RunFacts:
         The run has a fused pass (:mod:`smart_lgbm.fused`): the walk of the coded training
         rows also computes the next iteration's gradients.  Only with coded training rows
         and a sampler that needs no leaves.
+    network : bool, default=False
+        A machine of a distributed run (LightGBM's network): its iterations that draw every
+        row read the training outputs from LightGBM's partition (:attr:`Source.PARTITION`),
+        with the Booster reset and rolled back as in sampled ones.
     """
 
     train: Features
@@ -98,6 +108,7 @@ class RunFacts:
     needs_leaves: bool
     train_init_score: bool
     fused: bool
+    network: bool = False
 
     def __post_init__(self) -> None:
         for name, value in (("train", self.train), *(("valids", v) for v in self.valids)):
@@ -136,6 +147,10 @@ class UpdatePlan:
     walk_leaves : bool
         The walk of the training rows writes their leaves (the sampler needs them and the
         training set is walked).
+    stay_on_train : bool
+        Every row was drawn and ``read`` is empty: the tree-fitting Booster fits on the whole
+        training set without a reset and keeps the trees
+        (:meth:`smart_lgbm._lightgbm.OneIterationBooster.fit` with ``keep=True``).
     """
 
     train: Source
@@ -147,6 +162,7 @@ class UpdatePlan:
     fused: bool
     want_leaves: bool
     walk_leaves: bool
+    stay_on_train: bool = False
 
     @property
     def read_sample(self) -> bool:
@@ -173,15 +189,22 @@ def plan_updates(run: RunFacts, *, all_rows: bool, large_sample: bool) -> Update
 
     Notes
     -----
-    The training set: :attr:`Source.PARTITION` when every row was drawn (whatever its
-    features); else :attr:`Source.PREDICTOR` without features in memory; else the walk of
+    The training set, when every row was drawn: the walk of its codes or raw features, with
+    the Booster staying on the training set (:attr:`UpdatePlan.stay_on_train`), when the
+    training set and every validation set have features in memory and the run is on one
+    machine; else :attr:`Source.PARTITION`.  When a sample was drawn:
+    :attr:`Source.PREDICTOR` without features in memory; else the walk of
     its codes or raw features, with the sampled rows read back
     (:attr:`Source.SAMPLE_READ_BACK`) when the rows are coded, the sample is large, the
     sampler needs no leaves (it needs every row's leaf from the walk) and LightGBM holds no
     init scores for the set (the sample's scores would not start at 0.0).  A validation set:
     the walk of its codes or raw features, else :attr:`Source.PREDICTOR`.
     """
-    if all_rows:
+    stay = (all_rows and not run.network and run.train is not Features.NONE
+            and Features.NONE not in run.valids)
+    if stay:
+        train = _WALK_OF[run.train]  # all rows walked: nothing to skip, nothing read back
+    elif all_rows:
         train = Source.PARTITION
     elif run.train is Features.CODES:
         read_back = large_sample and not run.needs_leaves and not run.train_init_score
@@ -203,6 +226,7 @@ def plan_updates(run: RunFacts, *, all_rows: bool, large_sample: bool) -> Update
         fused=run.fused and train_walked,
         want_leaves=run.needs_leaves and not train_walked,
         walk_leaves=run.needs_leaves and train_walked,
+        stay_on_train=stay,
     )
 
 

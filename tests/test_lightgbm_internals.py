@@ -193,6 +193,64 @@ def test_one_iteration_booster_starts_clean_after_a_finished_iteration(data):
     fresh_fitter.free()
 
 
+@pytest.mark.parametrize("extra", ["", " feature_fraction=0.5", " feature_fraction=0.5 force_row_wise=true"])
+def test_kept_iterations_grow_the_trees_of_reset_and_rolled_back_ones(data, extra):
+    # fit(keep=True): no reset, no rollback, the trees stay in the C Booster; the trees are
+    # those of the reset-and-roll-back path byte for byte.  With column sampling this pins
+    # that a reset draws one column subset and a parameter reset draws one too
+    # (ColSampler::ResetByTree), which the kept path replays.
+    X, y = data
+    params = _FIT_PARAMS + " num_leaves=7" + extra
+    n = len(y)
+    ds, handle, kept = _fitter(X, y, params)
+    ds2, handle2, reset = _fitter(X, y, params)
+    rng = np.random.default_rng(1)
+    h = np.ones(n, dtype=np.float32)
+    texts = []
+    for it in range(5):
+        g = (0.5 - y + 0.3 * rng.normal(size=n)).astype(np.float32)
+        p = params + f" seed={it}"  # re-seeded every iteration, as the engine does
+        a = kept.fit(handle, g, h, {}, params=p, keep=True)
+        b = reset.fit(handle2, g, h, {0: (handle2, n, None)}, params=p)
+        assert not a.finished and a.texts == b.texts and a.outputs == {} and a.leaves is None
+        assert kept.kept == it + 1 and reset.kept == 0
+        # the newest iteration's text (SaveModelToString from start_iteration) holds its trees only
+        assert L.split_model_string(a.model)[1] == a.texts
+        texts += a.texts
+    # the C Booster holds every kept tree, in order
+    assert L.tree_bodies(kept._buffer.model_string(kept.handle)) == texts
+    # a sampled iteration after kept ones parks, rolls them back and fits as the reset path
+    idx = np.arange(0, n, 2, dtype=np.int32)
+    sub, sub2 = L.SubsetHandle(handle, idx, ""), L.SubsetHandle(handle2, idx, "")
+    g = (0.5 - y).astype(np.float32)
+    a = kept.fit(sub.handle, g[idx], h[idx], {0: (handle, n, None)}, params=params + " seed=9")
+    b = reset.fit(sub2.handle, g[idx], h[idx], {0: (handle2, n, None)}, params=params + " seed=9")
+    assert kept.kept == 0 and a.texts == b.texts
+    np.testing.assert_array_equal(a.outputs[0], b.outputs[0])
+    assert L.split_model_string(kept._buffer.model_string(kept.handle))[1] == []
+    with pytest.raises(ValueError, match="keep=True"):  # no outputs read through LightGBM
+        kept.fit(handle, g, h, {0: (handle, n, None)}, keep=True)
+    for s in (sub, sub2):
+        s.free()
+    reset.free()
+
+
+def test_kept_iteration_with_a_bias_folds_it_like_the_reset_path(data):
+    X, y = data
+    n = len(y)
+    g = (0.5 - y).astype(np.float32)
+    h = np.ones(n, dtype=np.float32)
+    ds, handle, kept = _fitter(X, y, _FIT_PARAMS + " num_leaves=7")
+    ds2, handle2, reset = _fitter(X, y, _FIT_PARAMS + " num_leaves=7")
+    kept.fit(handle, g, h, {}, keep=True)  # one kept iteration before: the bias goes to the newest trees
+    reset.fit(handle2, g, h, {0: (handle2, n, None)})
+    a = kept.fit(handle, g * 0.5, h, {}, keep=True, bias=np.array([0.75]))
+    b = reset.fit(handle2, g * 0.5, h, {0: (handle2, n, None)}, bias=np.array([0.75]))
+    assert a.texts == b.texts and "shrinkage=1\n" in a.texts[0]
+    kept.free()
+    reset.free()
+
+
 def test_subset_keeps_bin_mappers_and_clear_field(data):
     X, y = data
     ds = lgb.Dataset(X, y, group=[1000, 1000], params={"verbosity": -1}).construct()

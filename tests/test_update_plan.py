@@ -21,11 +21,11 @@ LIGHTGBM = {Source.PARTITION, Source.PREDICTOR}
 def _all_facts():
     """Every RunFacts the engine can hold, with up to two validation sets of each kind."""
     valid_lists = [()] + [(f,) for f in Features] + list(itertools.product(Features, repeat=2))
-    for train, valids, needs_leaves, init, fused in itertools.product(
-            Features, valid_lists, (False, True), (False, True), (False, True)):
+    for train, valids, needs_leaves, init, fused, network in itertools.product(
+            Features, valid_lists, (False, True), (False, True), (False, True), (False, True)):
         if fused and (train is not Features.CODES or needs_leaves):
             continue  # refused (below)
-        yield RunFacts(train, tuple(valids), needs_leaves, init, fused)
+        yield RunFacts(train, tuple(valids), needs_leaves, init, fused, network)
 
 
 def _cases():
@@ -37,7 +37,9 @@ def _cases():
 def _expected_train(facts: RunFacts, all_rows: bool, large: bool) -> Source:
     # The rules as docs/engine.md states them, one case at a time.
     if all_rows:
-        return Source.PARTITION  # the tree learner already added every row's output
+        if facts.network or facts.train is Features.NONE or Features.NONE in facts.valids:
+            return Source.PARTITION  # LightGBM is read anyway: the tree learner already added every row's output
+        return WALK[facts.train]  # the Booster stays on the training set; every row walked
     if facts.train is Features.NONE:
         return Source.PREDICTOR  # no features in memory
     if facts.train is Features.RAW:
@@ -76,6 +78,11 @@ def test_every_combination(facts, all_rows, large):
     if plan.read_sample:
         assert facts.train is Features.CODES and not facts.train_init_score and not facts.needs_leaves
         assert not all_rows and large
+    # the Booster stays on the training set exactly when every row was drawn and nothing is
+    # read through LightGBM (which would point it at another Dataset)
+    assert plan.stay_on_train == (all_rows and plan.read == ())
+    if plan.stay_on_train:
+        assert not facts.network and not plan.want_leaves and TRAIN in plan.walked
 
 
 def test_keys_do_not_collide():
@@ -144,11 +151,11 @@ def test_engine_refuses_outputs_that_do_not_match_the_plan(monkeypatch):
     monkeypatch.setattr(BoostingRun, "step", step)
     train = lgb.Dataset(X, y, free_raw_data=False)
     with pytest.raises(RuntimeError, match="the update plan reads"):
-        sl.train(PARAMS, train, 2, sampler=sl.Full())
+        sl.train(PARAMS, train, 2, sampler=sl.Uniform(0.5))
 
 
 @pytest.mark.parametrize("sampler, expected", [
-    (sl.Full(), Source.PARTITION),
+    (sl.Full(), Source.CODED_WALK),  # (the Booster stays on the training set)
     (sl.Uniform(0.5), Source.SAMPLE_READ_BACK),
     (sl.Uniform(0.1), Source.CODED_WALK),
 ])

@@ -1,5 +1,6 @@
 """The run's one tree-fitting C Booster: reset to the sample, one custom update, read the
-outputs, park on one row, roll back (:class:`OneIterationBooster`)."""
+outputs, park on one row, roll back; or, while every row is drawn, stay on the training
+set and keep the trees (:class:`OneIterationBooster`)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import numpy as np
 from ._capi import _LIB, _c_str, _check
 from .datasets import SubsetHandle
 from .model_text import exact_internal_values, fold_bias, leaf_values_of, split_model_string, tree_bodies
+from .params import param_aliases
 
 
 @dataclass
@@ -29,7 +31,9 @@ class IterationTrees:
     Attributes
     ----------
     texts : list of str
-        Each tree's body in LightGBM's model text (without the ``Tree=i`` line).
+        Each tree's body in LightGBM's model text (without the ``Tree=i`` line); empty
+        only for a finished iteration after kept ones (``fit(keep=True)``), whose run has
+        trees already.
     outputs : dict of key -> ndarray of shape (n_set, K), float64
         For every requested binned set, each row's output in each of the K trees: exactly
         the double a stock model adds for that tree when predicting the row.
@@ -70,12 +74,14 @@ class _StringBuffer:
         self.size = 1 << 16
         self.buf = ctypes.create_string_buffer(self.size)
 
-    def model_string(self, booster: ctypes.c_void_p) -> str:
+    def model_string(self, booster: ctypes.c_void_p, start_iteration: int = 0, num_iteration: int = -1) -> str:
+        # (a start_iteration writes that iteration's trees as Tree=0...; num_iteration=1 also
+        # keeps the feature importances LightGBM appends from counting every kept tree)
         out_len = ctypes.c_int64(0)
         for _ in range(2):
             _check(
                 _LIB.LGBM_BoosterSaveModelToString(
-                    booster, ctypes.c_int(0), ctypes.c_int(-1), ctypes.c_int(0),
+                    booster, ctypes.c_int(start_iteration), ctypes.c_int(num_iteration), ctypes.c_int(0),
                     ctypes.c_int64(self.size), ctypes.byref(out_len), self.buf,
                 )
             )
@@ -99,6 +105,21 @@ def _leaf_index_step(inits: list[np.ndarray]) -> float:
     return 1.0 if largest < 2.0**40 else math.ldexp(1.0, math.frexp(largest)[1] - 40)
 
 
+def _samples_columns_by_tree(params: str) -> bool:
+    """Whether LightGBM's column sampler draws a feature subset per tree with these
+    parameters (``feature_fraction`` below 1): then every reset of the training data, as every
+    parameter reset, draws one subset from its random generator (``ColSampler::ResetByTree``)."""
+    names = set(param_aliases()["feature_fraction"])
+    for pair in params.split():
+        key, _, value = pair.partition("=")
+        if key in names:
+            try:
+                return float(value) < 1.0
+            except ValueError:  # LightGBM refuses it when the Booster is created or reset
+                return False
+    return False
+
+
 class OneIterationBooster:
     """Fits the K trees of one iteration at a time on subset Datasets, with given gradients.
 
@@ -119,6 +140,15 @@ class OneIterationBooster:
     Before the rollback the Booster is pointed at a one-row Dataset, so that removing the
     trees costs nothing.
 
+    Iterations that draw every row (``fit(..., keep=True)``) skip all of that, as stock
+    training does: the Booster stays on the whole training set and keeps their trees (its
+    own training scores, their sum, are never read; the engine walks its rows itself), and
+    only the newest iteration's trees are written as text.  The first fit that does not
+    keep parks the Booster on the one-row Dataset and rolls the kept trees back there.
+    A kept iteration grows the same trees as one reset to the training set and rolled
+    back: a reset changes nothing the tree learner reads except the draws of its column
+    sampler, which a parameter reset repeats (:meth:`_fit_kept`).
+
     Parameters
     ----------
     params : str
@@ -134,9 +164,12 @@ class OneIterationBooster:
         self.k = num_model_per_iteration
         self._buffer = _StringBuffer()
         self._params = params
+        self._draws_columns = _samples_columns_by_tree(params)
         self._train = train
         self._parked = SubsetHandle(train, np.zeros(1, dtype=np.int32), subset_params)
         self.handle = ctypes.c_void_p()
+        #: iterations whose trees the C Booster keeps (fits with ``keep=True`` in a row)
+        self.kept = 0
         self._create()
         #: the model text header (feature names and infos) and ``parameters:`` section
         self.header, _, self.parameters = split_model_string(self._buffer.model_string(self.handle))
@@ -146,6 +179,10 @@ class OneIterationBooster:
         # by the first Dataset only, and every sample is at most that large.
         _check(_LIB.LGBM_BoosterCreate(self._train, _c_str(self._params), ctypes.byref(self.handle)))
         self._current = self._train.value
+        # the Dataset the Booster would be on had every iteration been reset and rolled back
+        # (kept fits replay the column draws of the resets they skip)
+        self._unkept = self._train.value
+        self.kept = 0
 
     def _recreate(self) -> None:
         """A fresh C Booster after an iteration that could not split.
@@ -167,6 +204,7 @@ class OneIterationBooster:
         if params != self._params:
             _check(_LIB.LGBM_BoosterResetParameter(self.handle, _c_str(params)))
             self._params = params
+            self._draws_columns = _samples_columns_by_tree(params)
 
     def parameters_section(self, params: str) -> str:
         """The ``parameters:`` section LightGBM writes for a Booster created with ``params``
@@ -198,6 +236,8 @@ class OneIterationBooster:
         *,
         want_leaves: bool = False,
         bias: np.ndarray | None = None,
+        params: str | None = None,
+        keep: bool = False,
     ) -> IterationTrees:
         """Fit one iteration (``finished`` set if no tree could split).
 
@@ -213,6 +253,13 @@ class OneIterationBooster:
             Also report each row's leaf.
         bias : ndarray of shape (K,), optional
             Folded into the trees (see :func:`fold_bias`) and included in ``outputs``.
+        params : str, optional
+            This iteration's parameters (:meth:`set_params`), applied in the order a reset
+            Booster would see them: after the kept trees are dropped, before the tree.
+        keep : bool
+            ``train`` is the whole training set (every row drawn): fit on it without reset
+            and keep the trees in the C Booster (see the class).  ``sets`` must then be
+            empty and ``want_leaves`` False: no outputs are read through LightGBM.
 
         After a finished iteration (no tree could split) the C Booster is replaced by a fresh
         one, so the next call starts clean.
@@ -221,11 +268,76 @@ class OneIterationBooster:
             raise RuntimeError("this OneIterationBooster is freed")
         if not isinstance(sets, dict):
             raise TypeError(f"sets must be a dict of key -> (handle, num_rows, init_score); got {type(sets).__name__}")
+        if keep and (train.value != self._train.value or sets or want_leaves):
+            raise ValueError("fit(keep=True) fits on the whole training set and reads no outputs through LightGBM: "
+                             "pass the training set's handle, sets={} and want_leaves=False")
         try:
-            return self._fit(train, grad, hess, sets, want_leaves, bias)
+            if keep:
+                return self._fit_kept(grad, hess, bias, params)
+            self._drop_kept()
+            if params is not None:
+                self.set_params(params)
+            fitted = self._fit(train, grad, hess, sets, want_leaves, bias)
+            self._unkept = self._current
+            return fitted
         except BaseException:
             self.free()  # it may point at a Dataset the caller is about to free
             raise
+
+    def _drop_kept(self) -> None:
+        """Park on the one-row Dataset and roll the kept iterations back there (each O(K))."""
+        if self.kept:
+            _check(_LIB.LGBM_BoosterResetTrainingData(self.handle, self._parked.handle))
+            self._current = self._parked.handle.value
+            for _ in range(self.kept):
+                _check(_LIB.LGBM_BoosterRollbackOneIter(self.handle))
+            self.kept = 0
+
+    def _fit_kept(self, grad: np.ndarray, hess: np.ndarray, bias: np.ndarray | None,
+                  params: str | None) -> IterationTrees:
+        if params is not None:
+            self.set_params(params)
+        train = self._train.value
+        # The reset-and-roll-back path would point the Booster at the training set here:
+        # with one reset from the parked set, or two (park, then back) when already on it.
+        # Each reset draws the column sampler's next feature subset; a parameter reset
+        # draws one too, so the skipped resets are replayed as parameter resets (only
+        # when the sampler draws at all), and the tree gets the same columns.
+        skipped = 2 if self._unkept == train else 1
+        if self._current != train:
+            _check(_LIB.LGBM_BoosterResetTrainingData(self.handle, self._train))
+            self._current = train
+            skipped -= 1
+        if skipped and self._draws_columns:
+            for _ in range(skipped):
+                _check(_LIB.LGBM_BoosterResetParameter(self.handle, _c_str(self._params)))
+        finished = ctypes.c_int(0)
+        _check(
+            _LIB.LGBM_BoosterUpdateOneIterCustom(
+                self.handle,
+                grad.ctypes.data_as(ctypes.POINTER(ctypes.c_float)),
+                hess.ctypes.data_as(ctypes.POINTER(ctypes.c_float)),
+                ctypes.byref(finished),
+            )
+        )
+        # this iteration's trees only: LightGBM writes them as Tree=0.. (or, when finished,
+        # the constant trees a Booster without kept trees keeps)
+        model = self._buffer.model_string(self.handle, self.kept, 1)
+        # (finished with kept trees: LightGBM dropped the constant trees itself, and the run
+        # has trees already, so none are needed)
+        texts = tree_bodies(model) if "\nTree=0\n" in model else []
+        if bias is not None and texts:
+            internal = exact_internal_values(self.handle, len(texts), self.kept)
+            texts = [fold_bias(text, float(b), inner)[0] for text, b, inner in zip(texts, bias, internal, strict=True)]
+        if finished.value:
+            # as after any finished iteration: a fresh Booster (LightGBM keeps constant
+            # trees it cannot roll back when it held none, and a fresh one also restarts
+            # what a recreated Booster restarts, e.g. quantised gradients' rounding draws)
+            self._recreate()
+            return IterationTrees(texts, {}, None, model, finished=True)
+        self.kept += 1
+        self._unkept = self._parked.handle.value  # where the reset path leaves the Booster
+        return IterationTrees(texts, {}, None, model)
 
     def _fit(self, train: ctypes.c_void_p, grad: np.ndarray, hess: np.ndarray,
              sets: dict[int, tuple[ctypes.c_void_p, int, np.ndarray | None]],

@@ -54,8 +54,10 @@ def _format_values(values: np.ndarray) -> str:
     return " ".join(repr(float(v)) for v in values)
 
 
-def exact_internal_values(handle: ctypes.c_void_p, num_trees: int) -> list[np.ndarray | None]:
-    """Each tree's internal node values at full double precision.
+def exact_internal_values(handle: ctypes.c_void_p, num_trees: int,
+                          start_iteration: int = 0) -> list[np.ndarray | None]:
+    """Each tree's internal node values at full double precision (the first ``num_trees``
+    trees from iteration ``start_iteration`` on).
 
     The model text writes ``internal_value`` with six significant digits; the JSON dump
     writes them with 17 (``Tree::ToJSON``).  Folding a bias into the rounded values would
@@ -64,7 +66,7 @@ def exact_internal_values(handle: ctypes.c_void_p, num_trees: int) -> list[np.nd
     size = ctypes.c_int64(0)
     buf = ctypes.create_string_buffer(1 << 16)
     for _ in range(2):
-        _check(_LIB.LGBM_BoosterDumpModel(handle, ctypes.c_int(0), ctypes.c_int(-1), ctypes.c_int(0),
+        _check(_LIB.LGBM_BoosterDumpModel(handle, ctypes.c_int(start_iteration), ctypes.c_int(-1), ctypes.c_int(0),
                                           ctypes.c_int64(len(buf)), ctypes.byref(size), buf))
         if size.value <= len(buf):
             break

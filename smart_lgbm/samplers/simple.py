@@ -23,7 +23,7 @@ class Full(Sampler):
         return Sample(np.arange(state.num_rows, dtype=np.int32), g.reshape(shape), h.reshape(shape))
 
     def _fused_statistics(self) -> tuple[int, int] | None:
-        # (every row is drawn: the engine reads the outputs from LightGBM, no walk to fuse)
+        # (every row is drawn: no statistics for a rate; the fused walk gives the next g, h)
         return None if defining_class(type(self), "sample") is not Full else (compiled.STATS_NONE, 0)
 
 
