@@ -305,7 +305,8 @@ class BoostingRun:
                         if key == TRAIN and plan.fused:
                             assert self.fused is not None  # plan.fused says there is one
                             # the walk, the next iteration's g, h and its sampler's statistics
-                            self._statistics = self.fused.run(scored.walk, coded, scored.scores, known, grad, hess)
+                            self._statistics = self.fused.run(scored.walk, coded, scored.scores, known, grad, hess,
+                                                              leaves)
                             self._ready = True
                             continue
                         add_coded_outputs(scored.walk, coded, scored.scores, leaves,

@@ -63,11 +63,12 @@ class FusedPass:
 
     def run(self, codes: BinCodes, forest: CodedForest, scores: np.ndarray,
             known: tuple[np.ndarray, np.ndarray] | None, grad: np.ndarray,
-            hess: np.ndarray) -> compiled.Statistics:
+            hess: np.ndarray, leaves: np.ndarray | None = None) -> compiled.Statistics:
         """Walk ``forest`` over ``codes`` adding to ``scores`` (rows in ``known``, the
         iteration's checked sample, get their known outputs instead), then write ``g, h``
         at the new scores into ``grad``/``hess`` (the engine's float32 buffers) and return
-        the next rate solve's statistics.
+        the next rate solve's statistics.  ``leaves``: an int32 ``(n, K)`` buffer the walk
+        writes each walked row's leaf into (for a sampler that reads them).
 
         Fresh statistics arrays each call: a state handed to a sampler keeps its own.
         """
@@ -75,7 +76,7 @@ class FusedPass:
         bmax, bsum = np.zeros(nb), np.zeros(nb)
         bpos, bbad, bexp = np.zeros(nb, np.int64), np.zeros(nb, np.int64), np.zeros(nb, np.int64)
         norms = np.zeros((nb, 2))
-        add_coded_outputs(codes, forest, scores, None, known, rows_checked=True)
+        add_coded_outputs(codes, forest, scores, leaves, known, rows_checked=True)
         if self.k == 1:
             _kernels().one_column(self.n, scores.reshape(self.n), self.loss, self.sign, self.label, self.weight,
                                   self.param, grad.reshape(self.n), hess.reshape(self.n), self.stats, self.kind,
@@ -94,12 +95,12 @@ def plan(loss: Loss, sampler: Sampler, target: Target, walk: Any, n: int, k: int
     """The run's fused pass, or None when the run takes the unfused path.
 
     Fused when the loss and the sampler both declare it (``_fused_loss()``,
-    ``_fused_statistics()``), the training rows are walked on bin codes and the sampler
-    needs no leaves.
+    ``_fused_statistics()``) and the training rows are walked on bin codes.  A sampler that
+    reads the newest tree's leaves (an adaptive rate) gets them from the same walk.
     """
     spec = loss._fused_loss()
     request = sampler._fused_statistics()
-    if spec is None or request is None or not isinstance(walk, BinCodes) or sampler.needs_leaves:
+    if spec is None or request is None or not isinstance(walk, BinCodes):
         return None
     name, param = spec
     return FusedPass(name, param, request, target, n, k)

@@ -95,8 +95,8 @@ class RunFacts:
         so the sample's outputs cannot be read back exactly).
     fused : bool
         The run has a fused pass (:mod:`smart_lgbm.fused`): the walk of the coded training
-        rows also computes the next iteration's gradients.  Only with coded training rows
-        and a sampler that needs no leaves.
+        rows also computes the next iteration's gradients (and writes the rows' leaves when
+        the sampler needs them).  Only with coded training rows.
     network : bool, default=False
         A machine of a distributed run (LightGBM's network): its iterations that draw every
         row read the training outputs from LightGBM's partition (:attr:`Source.PARTITION`),
@@ -114,9 +114,8 @@ class RunFacts:
         for name, value in (("train", self.train), *(("valids", v) for v in self.valids)):
             if not isinstance(value, Features):
                 raise TypeError(f"RunFacts.{name} takes Features members; got {value!r}")
-        if self.fused and (self.train is not Features.CODES or self.needs_leaves):
-            raise ValueError("RunFacts: a fused pass needs coded training rows and a sampler that needs no leaves; "
-                             f"got train={self.train.value}, needs_leaves={self.needs_leaves}")
+        if self.fused and self.train is not Features.CODES:
+            raise ValueError(f"RunFacts: a fused pass needs coded training rows; got train={self.train.value}")
 
 
 @dataclass(frozen=True)

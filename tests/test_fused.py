@@ -53,6 +53,11 @@ SAMPLERS = {
     "mvs-reg": lambda: sl.MVS(rate=0.15, reg=0.3),
     "second": lambda: sl.SecondOrder(rate=0.15),
     "second-anchor": lambda: sl.SecondOrder(rate=0.15, anchor_lag=1, eta=0.0),
+    # samplers that read every row's leaf in the newest tree: the fused walk writes them
+    "second-anchor-leaves": lambda: sl.SecondOrder(rate=0.15, anchor_lag=1, eta=0.5),
+    "first-auto": lambda: sl.FirstOrder(rate=sl.AdaptiveRate(window=2, threshold=1e-6)),
+    "mvs-auto": lambda: sl.MVS(rate=sl.AdaptiveRate(window=2, threshold=1e-6)),
+    "uniform-auto": lambda: sl.Uniform(sl.AdaptiveRate(window=2, threshold=1e-6)),
 }
 
 
@@ -114,7 +119,6 @@ def test_user_losses_and_samplers_take_the_unfused_path(gradient_calls):
     assert MyLogloss()._fused_loss() is None
     assert sl.LossBased(rate=0.2)._fused_statistics() is None
     assert sl.WeightTrimming(0.1)._fused_statistics() is None
-    assert sl.SecondOrder(rate=0.2, anchor_lag=1)._fused_statistics() is None  # needs leaves
     _train(params, X, y, w, MyFirstOrder(rate=0.2), 6)
     assert len(gradient_calls) == 6
 

@@ -23,7 +23,7 @@ def _all_facts():
     valid_lists = [()] + [(f,) for f in Features] + list(itertools.product(Features, repeat=2))
     for train, valids, needs_leaves, init, fused, network in itertools.product(
             Features, valid_lists, (False, True), (False, True), (False, True), (False, True)):
-        if fused and (train is not Features.CODES or needs_leaves):
+        if fused and train is not Features.CODES:
             continue  # refused (below)
         yield RunFacts(train, tuple(valids), needs_leaves, init, fused, network)
 
@@ -91,10 +91,17 @@ def test_keys_do_not_collide():
 
 
 @pytest.mark.parametrize("train, needs_leaves", [(Features.RAW, False), (Features.NONE, False),
-                                                 (Features.CODES, True)])
-def test_fused_needs_coded_rows_without_leaves(train, needs_leaves):
+                                                 (Features.RAW, True)])
+def test_fused_needs_coded_rows(train, needs_leaves):
     with pytest.raises(ValueError, match="fused pass needs coded training rows"):
         RunFacts(train, (), needs_leaves, False, True)
+
+
+def test_fused_pass_writes_the_leaves_a_sampler_reads():
+    """A sampler that reads leaves keeps the fused pass: the walk that gives the training rows
+    their outputs (the fused one) writes every row's leaf, so none is read from LightGBM."""
+    plan = plan_updates(RunFacts(Features.CODES, (), True, False, True), all_rows=False, large_sample=False)
+    assert plan.fused and plan.walk_leaves and not plan.want_leaves and not plan.read_sample
 
 
 def test_facts_must_be_features():

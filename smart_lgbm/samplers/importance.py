@@ -95,8 +95,8 @@ class SecondOrder(ProbabilitySampler, importance_kernel=compiled.SECOND, fit_ker
         return row_sum(hess)
 
     def _fused_statistics(self) -> tuple[int, int] | None:
-        # the regulariser's leaf means need every row's leaf from the walk: unfused
-        return None if self.needs_leaves else self._fused_as(compiled.SECOND, compiled.STATS_SCAN)
+        # (the regulariser's leaf means read every row's leaf, which the fused walk writes)
+        return self._fused_as(compiled.SECOND, compiled.STATS_SCAN)
 
     def _anchor_and_leaves(self, state: SamplingState) -> tuple[np.ndarray | None, np.ndarray | None]:
         """The anchor gradient and the newest leaves, or ``(None, None)`` when the
