@@ -59,12 +59,10 @@ import numpy as np
 
 from .._validation import Interval, Param
 
-__all__ = ["AdaptiveRate", "leaf_noise_sums", "observe_sample", "pooled_gains", "pooled_noise_ratio", "resolve_rate"]
+__all__ = ["AdaptiveRate", "adaptive_rate_from_table", "leaf_noise_sums", "observe_sample", "pooled_gains", "pooled_noise_ratio", "resolve_rate"]
 
 #: rows of :func:`leaf_noise_sums`: G~, H~, V~, S~, N~
 NUM_SUMS = 5
-#: a grown rate above this goes straight to the controller's maximum
-SNAP_ABOVE = 0.5
 
 #: AdaptiveRate's parameters (the spec its constructor checks and takes its defaults from)
 START = Param("start", (Interval(Real, 0, 1, closed="right"),), 0.1, "the rate of the first iterations")
@@ -73,7 +71,11 @@ THRESHOLD = Param("threshold", (Interval(Real, 0, None, closed="neither"),), 0.1
                   "sampling noise over excess gain above which the rate grows")
 GROWTH = Param("growth", (Interval(Real, 1, None, closed="neither"),), 2.0, "the factor the rate grows by")
 WINDOW = Param("window", (Interval(Integral, 1, None, closed="left"),), 10, "iterations pooled per decision")
-ADAPTIVE_RATE_PARAMS = (START, MAXIMUM, THRESHOLD, GROWTH, WINDOW)
+PATIENCE = Param("patience", (Interval(Integral, 0, None, closed="left"),), 2,
+                 "windows without a new validation best (at the current rate) before the rate grows; 0: never")
+SNAP = Param("snap", (Interval(Real, 0, 1, closed="right"),), 0.5,
+             "a grown rate above it goes straight to the maximum (1.0: never skips a step)")
+ADAPTIVE_RATE_PARAMS = (START, MAXIMUM, THRESHOLD, GROWTH, WINDOW, PATIENCE, SNAP)
 
 
 class AdaptiveRate:
@@ -111,7 +113,8 @@ class AdaptiveRate:
 
     def __init__(self, start: float = START.default, maximum: float = MAXIMUM.default,
                  threshold: float = THRESHOLD.default, growth: float = GROWTH.default,
-                 window: int = WINDOW.default) -> None:
+                 window: int = WINDOW.default, patience: int = PATIENCE.default,
+                 snap: float = SNAP.default) -> None:
         start, maximum = START.check(start, "AdaptiveRate"), MAXIMUM.check(maximum, "AdaptiveRate")
         if maximum < start:  # (a rule between two parameters: not a single parameter's spec)
             raise ValueError(f"AdaptiveRate: maximum ({maximum!r}) must be >= start ({start!r})")
@@ -119,10 +122,12 @@ class AdaptiveRate:
         self.threshold = THRESHOLD.check(threshold, "AdaptiveRate")
         self.growth = GROWTH.check(growth, "AdaptiveRate")
         self.window = WINDOW.check(window, "AdaptiveRate")
+        self.patience = PATIENCE.check(patience, "AdaptiveRate")
+        self.snap = SNAP.check(snap, "AdaptiveRate")
 
     def __repr__(self) -> str:
         return (f"AdaptiveRate(start={self.start!r}, maximum={self.maximum!r}, threshold={self.threshold!r}, "
-                f"growth={self.growth!r}, window={self.window!r})")
+                f"growth={self.growth!r}, window={self.window!r}, patience={self.patience!r}, snap={self.snap!r})")
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, AdaptiveRate) and repr(self) == repr(other)
@@ -175,22 +180,33 @@ class AdaptiveRate:
             # past half the rows a sampled iteration costs nearly a full one (the pass over
             # every row, the tree on most of them), so there is little left to save: go to
             # the maximum, where (at 1.0) the trees are exact
-            state.rate = self.maximum if grown > SNAP_ABOVE else min(self.maximum, grown)
+            state.rate = self.maximum if grown > self.snap else min(self.maximum, grown)
             state.grown_at = iteration
         return state.rate
 
     def _plateau(self, state: _RunState, iteration: int) -> bool:
-        """Whether the first validation metric made no new best in the last ``2 * window``
-        iterations, all at the current rate (the engine's validation sets only)."""
-        span = 2 * self.window
+        """Whether the first validation metric made no new best in the last ``patience *
+        window`` iterations, all at the current rate (the engine's validation sets only)."""
+        span = self.patience * self.window
         scores = state.scores
-        if len(scores) <= span or iteration - state.grown_at < span:
+        if span == 0 or len(scores) <= span or iteration - state.grown_at < span:
             return False
         return min(scores[-span:]) >= min(scores[:-span])
 
     def check_iterations(self, num_rounds: int) -> range:
         """The iterations at which a run of ``num_rounds`` decides (and, distributed, exchanges)."""
         return range(self.window - 1, int(num_rounds), self.window)
+
+
+def adaptive_rate_from_table(table: dict[str, Any]) -> AdaptiveRate:
+    """An :class:`AdaptiveRate` from a table of its parameters (a config's ``rate = {start =
+    0.1, threshold = 0.05}``); ValueError naming the accepted keys for any other key."""
+    names = [p.name for p in ADAPTIVE_RATE_PARAMS]
+    unknown = sorted(str(k) for k in table if k not in names)
+    if unknown:
+        raise ValueError(f"unknown key{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))} "
+                         f"in an adaptive rate's table; accepted: {', '.join(names)}")
+    return AdaptiveRate(**table)
 
 
 class _RunState:
