@@ -239,6 +239,36 @@ def test_patience_sets_the_plateau_span_and_zero_turns_the_rule_off():
     assert all(r == pytest.approx(0.1, abs=0.02) for r in off)
 
 
+@pytest.mark.parametrize("higher_is_better", [False, True])
+def test_slowdown_grows_the_rate_on_diminishing_returns(higher_is_better):
+    # signal-dominated trees (the noise test alone keeps 0.1), a validation metric that keeps
+    # improving (no plateau), by less and less: 0.9^(t+1), lower is better
+    per_leaf, n_leaves = 1000, 8
+    grad = _leaf_gradients(per_leaf, 700, n_leaves)
+    leaves = np.arange(per_leaf * n_leaves) // per_leaf
+    better = 1.0 - (1.0 - 0.9 ** np.arange(1, 61))  # lower is better: 0.9^t
+    values = -better if higher_is_better else better
+
+    def run(**kwargs):
+        control = sl.AdaptiveRate(start=0.1, window=5, patience=0, **kwargs)
+        return _rates_with_validation(sl.Uniform(rate=control), grad, leaves, values, higher_is_better)
+
+    # at decision t the scores are those after iterations 0..t-1: s_k = 0.9^(k+1); the last
+    # window's gain over the total is (0.9^(t-5) - 0.9^t) / (0.9 - 0.9^t)
+    def first_growth(share):
+        for t in range(9, 60, 5):
+            if 0.9 ** (t - 5) - 0.9 ** t < share * (0.9 - 0.9 ** t):
+                return t
+    for share in (0.05, 0.2):
+        rates = run(slowdown=share)
+        t = first_growth(share)
+        assert all(r == pytest.approx(0.1, abs=0.02) for r in rates[: t + 1])
+        assert rates[t + 1] == pytest.approx(0.2, abs=0.03)
+        # the rule holds at the grown rate too (the returns keep diminishing): one window later
+        assert rates[t + 6] == pytest.approx(0.4, abs=0.03)
+    assert all(r == pytest.approx(0.1, abs=0.02) for r in run())  # slowdown=0: the rule is off
+
+
 def test_no_leaves_no_decision():
     # before the first tree there is no partition to judge: the rate stays
     n = 5_000
@@ -259,6 +289,7 @@ def test_no_leaves_no_decision():
     ({"threshold": float("inf")}, "threshold"),
     ({"growth": 1.0}, "growth"), ({"window": 0}, "window"), ({"start": float("nan")}, "start"),
     ({"patience": -1}, "patience"), ({"snap": 0.0}, "snap"), ({"snap": 1.5}, "snap"),
+    ({"slowdown": -0.1}, "slowdown"), ({"slowdown": 1.0}, "slowdown"),
 ])
 def test_invalid_values_name_the_parameter(kwargs, name):
     with pytest.raises(ValueError, match=name):
@@ -292,7 +323,7 @@ def test_rate_accepts_a_table_of_the_adaptive_rates_parameters():
     assert sl.make_sampler("mvs", rate={}).rate == sl.AdaptiveRate()
     assert table == {"start": 0.2, "threshold": 0.05, "window": 5, "patience": 1, "snap": 1.0}  # not mutated
     with pytest.raises(ValueError, match="FirstOrder: rate: unknown key 'treshold' .*accepted: start, maximum, "
-                                         "threshold, growth, window, patience, snap"):
+                                         "threshold, growth, window, patience, snap, slowdown"):
         sl.FirstOrder(rate={"treshold": 0.05})
     with pytest.raises(ValueError, match="rate: AdaptiveRate: threshold must be"):
         sl.MVS(rate={"threshold": -1.0})

@@ -75,7 +75,10 @@ PATIENCE = Param("patience", (Interval(Integral, 0, None, closed="left"),), 2,
                  "windows without a new validation best (at the current rate) before the rate grows; 0: never")
 SNAP = Param("snap", (Interval(Real, 0, 1, closed="right"),), 0.5,
              "a grown rate above it goes straight to the maximum (1.0: never skips a step)")
-ADAPTIVE_RATE_PARAMS = (START, MAXIMUM, THRESHOLD, GROWTH, WINDOW, PATIENCE, SNAP)
+SLOWDOWN = Param("slowdown", (Interval(Real, 0, 1, closed="left"),), 0.0,
+                 "grow when the last window improved the validation best by less than this share of its "
+                 "improvement since the first iteration; 0: never")
+ADAPTIVE_RATE_PARAMS = (START, MAXIMUM, THRESHOLD, GROWTH, WINDOW, PATIENCE, SNAP, SLOWDOWN)
 
 
 class AdaptiveRate:
@@ -114,7 +117,7 @@ class AdaptiveRate:
     def __init__(self, start: float = START.default, maximum: float = MAXIMUM.default,
                  threshold: float = THRESHOLD.default, growth: float = GROWTH.default,
                  window: int = WINDOW.default, patience: int = PATIENCE.default,
-                 snap: float = SNAP.default) -> None:
+                 snap: float = SNAP.default, slowdown: float = SLOWDOWN.default) -> None:
         start, maximum = START.check(start, "AdaptiveRate"), MAXIMUM.check(maximum, "AdaptiveRate")
         if maximum < start:  # (a rule between two parameters: not a single parameter's spec)
             raise ValueError(f"AdaptiveRate: maximum ({maximum!r}) must be >= start ({start!r})")
@@ -124,10 +127,12 @@ class AdaptiveRate:
         self.window = WINDOW.check(window, "AdaptiveRate")
         self.patience = PATIENCE.check(patience, "AdaptiveRate")
         self.snap = SNAP.check(snap, "AdaptiveRate")
+        self.slowdown = SLOWDOWN.check(slowdown, "AdaptiveRate")
 
     def __repr__(self) -> str:
         return (f"AdaptiveRate(start={self.start!r}, maximum={self.maximum!r}, threshold={self.threshold!r}, "
-                f"growth={self.growth!r}, window={self.window!r}, patience={self.patience!r}, snap={self.snap!r})")
+                f"growth={self.growth!r}, window={self.window!r}, patience={self.patience!r}, snap={self.snap!r}, "
+                f"slowdown={self.slowdown!r})")
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, AdaptiveRate) and repr(self) == repr(other)
@@ -175,7 +180,8 @@ class AdaptiveRate:
                                      for rank in gathered])
         ratio = pooled_noise_ratio(pending)
         state.ratios.append((iteration, ratio))
-        if (ratio is not None and ratio > self.threshold) or self._plateau(state, iteration):
+        if (ratio is not None and ratio > self.threshold) or self._plateau(state, iteration) \
+                or self._slowed(state, iteration):
             grown = state.rate * self.growth
             # past half the rows a sampled iteration costs nearly a full one (the pass over
             # every row, the tree on most of them), so there is little left to save: go to
@@ -192,6 +198,17 @@ class AdaptiveRate:
         if span == 0 or len(scores) <= span or iteration - state.grown_at < span:
             return False
         return min(scores[-span:]) >= min(scores[:-span])
+
+    def _slowed(self, state: _RunState, iteration: int) -> bool:
+        """Whether the first validation metric's best improved, over the last ``window``
+        iterations (all at the current rate), by less than ``slowdown`` times its improvement
+        since the first iteration (diminishing returns: scale-free, so one default serves
+        every metric and loss)."""
+        scores, span = state.scores, self.window
+        if self.slowdown == 0.0 or len(scores) <= span or iteration - state.grown_at < span:
+            return False
+        best, before = min(scores), min(scores[:-span])
+        return before - best < self.slowdown * (scores[0] - best)
 
     def check_iterations(self, num_rounds: int) -> range:
         """The iterations at which a run of ``num_rounds`` decides (and, distributed, exchanges)."""
