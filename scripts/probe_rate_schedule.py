@@ -218,7 +218,8 @@ def main(argv: list[str] | None = None) -> int:
         results = [(v, _training_seconds(extra["train_seconds"]), desc, extra) for v, _t, desc, extra in results]
         sv, st = stock_from_records(args.stock_records, exp.name)
         specs = [("stock full", -1, 0, None)] + specs
-        results = [(sv[: args.rounds], st[: args.rounds], "", {"sampling_rate": [], "ratios": []})] + results
+        # its whole curve: the target is its best over the comparison's rounds, as there
+        results = [(sv, st, "", {"sampling_rate": [], "ratios": []})] + results
     runs = [(label, seed, v, t) for (label, _, seed, _var), (v, t, _desc, _x) in zip(specs, results, strict=True)]
     description = results[-1][2]
     metric, higher = exp.metric, exp.higher_is_better
@@ -235,7 +236,7 @@ def main(argv: list[str] | None = None) -> int:
              f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
              f"lightgbm {lgb.__version__}, numba {numba.__version__}.", "",
              f"Data: {description}. Params: {exp.params}. Metric {metric} on the validation split; target = "
-             f"stock full's best over {args.rounds} rounds ({best:.5f}) {'-' if higher else '+'} {tol} = "
+             f"stock full's best over {len(stock_v)} rounds ({best:.5f}) {'-' if higher else '+'} {tol} = "
              f"{target:.5f}. Seconds: " + (
                  f"training seconds (evaluation excluded; stock full's from {args.stock_records}) "
                  if args.stock_records else "wall time ") +
