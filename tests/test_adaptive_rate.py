@@ -163,8 +163,21 @@ def test_leaf_sums_well_above_the_data_noise_keep_a_low_rate():
     rates = _rates(sl.Uniform(rate=control), lambda it: grad, leaves, 6)
     assert all(r == pytest.approx(0.1, abs=0.02) for r in rates)
     # ... and a tighter threshold on the same case grows it: the decision follows the ratio
-    tight = _rates(sl.Uniform(rate=sl.AdaptiveRate(start=0.1, threshold=0.01, window=1)), lambda it: grad, leaves, 3)
+    tight = _rates(sl.Uniform(rate=sl.AdaptiveRate(start=0.1, threshold=0.01, growth=2.0, window=1)),
+                   lambda it: grad, leaves, 3)
     assert tight[1] == pytest.approx(0.2, abs=0.03) and tight[2] == pytest.approx(0.4, abs=0.03)
+
+
+def test_the_default_ramp_on_noise_dominated_trees():
+    # rate="auto" as shipped: x1.5 per window of 10 while the trees are noise-dominated, and
+    # straight to full boosting once a step would pass one half
+    n = 4_000
+    leaves = np.arange(n) % 4
+    signs = np.where((np.arange(n) // 4) % 2 == 0, 1.0, -1.0)  # every leaf's sum is 0: always grows
+    rates = _rates(sl.Uniform(rate="auto"), lambda it: signs, leaves, 45)
+    for first, expected in ((0, 0.1), (10, 0.15), (20, 0.225), (30, 0.3375)):
+        assert all(r == pytest.approx(expected, abs=0.03) for r in rates[first:first + 10]), first
+    assert rates[40:] == [1.0] * 5
 
 
 def test_a_rate_grown_past_half_goes_to_the_maximum():
@@ -209,7 +222,7 @@ def test_a_validation_plateau_grows_the_rate(higher_is_better):
     leaves = np.arange(per_leaf * n_leaves) // per_leaf
     better = np.r_[np.linspace(1.0, 0.5, 10), np.full(30, 0.6)]
     values = -better if higher_is_better else better
-    control = sl.AdaptiveRate(start=0.1, window=5)
+    control = sl.AdaptiveRate(start=0.1, window=5, growth=2.0, slowdown=0.0)  # the plateau rule alone
     rates = _rates_with_validation(sl.Uniform(rate=control), grad, leaves, values, higher_is_better)
     # iteration t sees the metric after t - 1 (the best at 10); decisions at 4, 9, 14, ...:
     # the first whose last 10 scores hold no new best is at 24
@@ -218,7 +231,7 @@ def test_a_validation_plateau_grows_the_rate(higher_is_better):
     assert rates[35] == pytest.approx(0.4, abs=0.03)
     # a metric that keeps improving keeps the rate
     improving = np.linspace(1.0, 0.5, 40)
-    kept = _rates_with_validation(sl.Uniform(rate=sl.AdaptiveRate(start=0.1, window=5)), grad, leaves,
+    kept = _rates_with_validation(sl.Uniform(rate=sl.AdaptiveRate(start=0.1, window=5, growth=2.0)), grad, leaves,
                                   -improving if higher_is_better else improving, higher_is_better)
     assert all(r == pytest.approx(0.1, abs=0.02) for r in kept)
 
@@ -228,14 +241,14 @@ def test_patience_sets_the_plateau_span_and_zero_turns_the_rule_off():
     grad = _leaf_gradients(per_leaf, 700, n_leaves)
     leaves = np.arange(per_leaf * n_leaves) // per_leaf
     values = np.r_[np.linspace(1.0, 0.5, 10), np.full(30, 0.6)]  # last new best after iteration 9
-    one = _rates_with_validation(sl.Uniform(rate=sl.AdaptiveRate(start=0.1, window=5, patience=1)), grad, leaves,
-                                 values)
+    one = _rates_with_validation(sl.Uniform(rate=sl.AdaptiveRate(start=0.1, window=5, patience=1, growth=2.0,
+                                                                 slowdown=0.0)), grad, leaves, values)
     # iteration t sees the metric after t - 1 (the best at 10): the first decision whose last
     # 5 scores hold no new best is at 19 (two windows, as the default patience, wait until 24)
     assert all(r == pytest.approx(0.1, abs=0.02) for r in one[:20])
     assert one[20] == pytest.approx(0.2, abs=0.03)
-    off = _rates_with_validation(sl.Uniform(rate=sl.AdaptiveRate(start=0.1, window=5, patience=0)), grad, leaves,
-                                 values)
+    off = _rates_with_validation(sl.Uniform(rate=sl.AdaptiveRate(start=0.1, window=5, patience=0, slowdown=0.0)),
+                                 grad, leaves, values)
     assert all(r == pytest.approx(0.1, abs=0.02) for r in off)
 
 
@@ -250,7 +263,7 @@ def test_slowdown_grows_the_rate_on_diminishing_returns(higher_is_better):
     values = -better if higher_is_better else better
 
     def run(**kwargs):
-        control = sl.AdaptiveRate(start=0.1, window=5, patience=0, **kwargs)
+        control = sl.AdaptiveRate(start=0.1, window=5, patience=0, growth=2.0, **kwargs)
         return _rates_with_validation(sl.Uniform(rate=control), grad, leaves, values, higher_is_better)
 
     # at decision t the scores are those after iterations 0..t-1: s_k = 0.9^(k+1); the last
@@ -266,7 +279,7 @@ def test_slowdown_grows_the_rate_on_diminishing_returns(higher_is_better):
         assert rates[t + 1] == pytest.approx(0.2, abs=0.03)
         # the rule holds at the grown rate too (the returns keep diminishing): one window later
         assert rates[t + 6] == pytest.approx(0.4, abs=0.03)
-    assert all(r == pytest.approx(0.1, abs=0.02) for r in run())  # slowdown=0: the rule is off
+    assert all(r == pytest.approx(0.1, abs=0.02) for r in run(slowdown=0.0))  # the rule is off
 
 
 def test_no_leaves_no_decision():
