@@ -82,7 +82,7 @@ START = Param("start", (Interval(Real, 0, 1, closed="right"),), 0.1, "the rate o
 MAXIMUM = Param("maximum", (Interval(Real, 0, 1, closed="right"),), 1.0, "the largest rate it grows to")
 THRESHOLD = Param("threshold", (Interval(Real, 0, None, closed="neither"),), 0.1,
                   "sampling noise over excess gain above which the rate grows")
-GROWTH = Param("growth", (Interval(Real, 1, None, closed="neither"),), 1.5, "the factor the rate grows by")
+GROWTH = Param("growth", (Interval(Real, 1, None, closed="neither"),), 2.0, "the factor the rate grows by")
 WINDOW = Param("window", (Interval(Integral, 1, None, closed="left"),), 10, "iterations pooled per decision")
 PATIENCE = Param("patience", (Interval(Integral, 0, None, closed="left"),), 2,
                  "windows without a new validation best (at the current rate) before the rate grows; 0: never")
@@ -109,9 +109,10 @@ class AdaptiveRate:
     threshold : float > 0, default=0.1
         Grow when the sampling noise, pooled over a window, exceeds this fraction of the
         excess gain (the full-data leaf gain beyond the training data's own noise).
-    growth : float > 1, default=1.5
-        Factor applied to the rate at each growth (0.1, 0.15, 0.225, 0.34, then ``maximum``;
-        finer steps than doubling kept the cheaper rates longer in development runs).
+    growth : float > 1, default=2.0
+        Factor applied to the rate at each growth (0.1, 0.2, 0.4, then ``maximum``).  A
+        finer x1.5 was faster on higgs-like in development runs but lost 0.0005 NDCG@10 on
+        both mslr-like seeds.
     window : int >= 1, default=10
         Iterations pooled per decision; one decision (and, on several machines, one
         exchange of per-leaf sums) per window.
