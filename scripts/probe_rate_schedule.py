@@ -20,6 +20,18 @@ Example::
 
     python scripts/probe_rate_schedule.py configs/mslr-like.toml --sampler first_order \\
         --switch 100 150 200 250 300 --rounds 600 --jobs 6 --out docs/results/rate_schedules/mslr-like.md
+
+Variants of the adaptive rate run beside them with ``--auto SPEC ...``: ``default`` is
+``rate="auto"``, any other SPEC is AdaptiveRate's parameters as ``key=value,...`` (the keys
+of a config's ``rate = { ... }`` table).  ``--stock-records`` takes stock full's curve and
+seconds from a committed comparison's ``records.json`` instead of rerunning it (every
+run's seconds are then training seconds, evaluation excluded, as the comparison records
+them).  The JSON beside the table keeps each run's rate per iteration and, for an adaptive
+run, its noise ratio at each decision (``ratios``)::
+
+    python scripts/probe_rate_schedule.py configs/higgs-like.toml --sampler mvs --rounds 360 --seeds 0 1 \\
+        --auto default growth=1.5 slowdown=0.01 --stock-records docs/results/higgs-like/records.json \\
+        --out /tmp/higgs_auto_variants.md
 """
 
 from __future__ import annotations
