@@ -105,7 +105,7 @@ def stock_from_records(path: str, experiment: str) -> tuple[np.ndarray, np.ndarr
     records = json.loads(Path(path).read_text())
     runs = [r for r in records["runs"] if r["method"] == "stock_full" and r["experiment"] == experiment]
     if not runs:
-        raise ValueError(f"--stock-records: no stock_full run of experiment {experiment!r} in {path}")
+        raise ValueError(f"no stock_full run of experiment {experiment!r} in {path}")
     return np.asarray(runs[0]["values"]), np.cumsum(runs[0]["seconds"])
 
 
@@ -216,6 +216,11 @@ def main(argv: list[str] | None = None) -> int:
 
     config = load_config(args.config)
     exp = config.experiment(args.experiment) if args.experiment else config.experiments[0]
+    # stock full from a comparison's records: read (and checked) before anything runs
+    try:
+        stock_records = stock_from_records(args.stock_records, exp.name) if args.stock_records else None
+    except (OSError, ValueError, KeyError) as exc:
+        ap.error(f"--stock-records: {exc}")
     specs = [] if args.stock_records else [("stock full", -1, 0, None)]
     specs += [(f"{args.before} for {k}, then {args.after}", k, seed, None) for k in args.switch for seed in args.seeds]
     specs += [(f'rate "auto"' if text == "default" else f"auto {text}", -2, seed, table)
@@ -228,7 +233,8 @@ def main(argv: list[str] | None = None) -> int:
         results = [job(spec) for spec in specs]
     if args.stock_records:  # every run's seconds: training only, as the comparison records them
         results = [(v, _training_seconds(extra["train_seconds"]), desc, extra) for v, _t, desc, extra in results]
-        sv, st = stock_from_records(args.stock_records, exp.name)
+        assert stock_records is not None
+        sv, st = stock_records
         specs = [("stock full", -1, 0, None)] + specs
         # its whole curve: the target is its best over the comparison's rounds, as there
         results = [(sv, st, "", {"sampling_rate": [], "ratios": []})] + results
