@@ -223,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--stock-records: {exc}")
     specs = [] if args.stock_records else [("stock full", -1, 0, None)]
     specs += [(f"{args.before} for {k}, then {args.after}", k, seed, None) for k in args.switch for seed in args.seeds]
-    specs += [(f'rate "auto"' if text == "default" else f"auto {text}", -2, seed, table)
+    specs += [('rate "auto"' if text == "default" else f"auto {text}", -2, seed, table)
               for text, table in variants for seed in args.seeds]
     job = functools.partial(_one_run, args.config, exp.name, args.sampler, args.before, args.after, args.rounds)
     if args.jobs > 1:  # each run in its own process, each with the config's num_threads
