@@ -20,6 +20,18 @@ Example::
 
     python scripts/probe_rate_schedule.py configs/mslr-like.toml --sampler first_order \\
         --switch 100 150 200 250 300 --rounds 600 --jobs 6 --out docs/results/rate_schedules/mslr-like.md
+
+Variants of the adaptive rate run beside them with ``--auto SPEC ...``: ``default`` is
+``rate="auto"``, any other SPEC is AdaptiveRate's parameters as ``key=value,...`` (the keys
+of a config's ``rate = { ... }`` table).  ``--stock-records`` takes stock full's curve and
+seconds from a committed comparison's ``records.json`` instead of rerunning it (every
+run's seconds are then training seconds, evaluation excluded, as the comparison records
+them).  The JSON beside the table keeps each run's rate per iteration and, for an adaptive
+run, its noise ratio at each decision (``ratios``)::
+
+    python scripts/probe_rate_schedule.py configs/higgs-like.toml --sampler mvs --rounds 360 --seeds 0 1 \\
+        --auto default growth=1.5 slowdown=0.01 --stock-records docs/results/higgs-like/records.json \\
+        --out /tmp/higgs_auto_variants.md
 """
 
 from __future__ import annotations
@@ -48,7 +60,7 @@ from smart_lgbm._twins import parallel_from
 from smart_lgbm.compare.data import head, load_data, make_datasets
 from smart_lgbm.compare.io import atomic_write
 from smart_lgbm.compare.methods import run_params
-from smart_lgbm.samplers.adaptive import AdaptiveRate
+from smart_lgbm.samplers.adaptive import AdaptiveRate, adaptive_rate_from_table
 
 
 class ScheduledRate(AdaptiveRate):
@@ -63,6 +75,47 @@ class ScheduledRate(AdaptiveRate):
 
     def observe(self, history: Any, iteration: int, sums: Any, allgather: Any = None) -> float:
         return self.rate_for(history, iteration + 1)
+
+
+class LoggedRate(AdaptiveRate):
+    """An adaptive rate that keeps a handle on its (last) run's state, to report its decisions."""
+
+    def observe(self, history: Any, iteration: int, sums: Any, allgather: Any = None) -> float:
+        rate = super().observe(history, iteration, sums, allgather)
+        self.last_state = history.rate_control
+        return rate
+
+
+def parse_variant(text: str) -> dict[str, Any]:
+    """``"threshold=0.05,window=5"`` as AdaptiveRate's parameters (``"default"``: none);
+    ValueError naming the accepted keys for a bad one."""
+    table: dict[str, Any] = {}
+    for item in filter(None, text.split(",")) if text != "default" else []:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ValueError(f"--auto: {item!r} is not key=value")
+        table[key.strip()] = float(value) if any(c in value for c in ".eE") else int(value)
+    adaptive_rate_from_table(table)  # checks the keys and values now, not in a worker
+    return table
+
+
+def stock_from_records(path: str, experiment: str) -> tuple[np.ndarray, np.ndarray]:
+    """Stock full's metric and cumulative training seconds per iteration from a comparison's
+    ``records.json`` (seconds as that comparison measured them: evaluation excluded)."""
+    records = json.loads(Path(path).read_text())
+    runs = [r for r in records["runs"] if r["method"] == "stock_full" and r["experiment"] == experiment]
+    if not runs:
+        raise ValueError(f"no stock_full run of experiment {experiment!r} in {path}")
+    return np.asarray(runs[0]["values"]), np.cumsum(runs[0]["seconds"])
+
+
+def _training_seconds(steps: list[float]) -> np.ndarray:
+    """Cumulative training seconds per iteration, the first iteration (which also holds the
+    setup) counted at the run's median."""
+    steps_a = np.asarray(steps, dtype=np.float64).copy()
+    if steps_a.size > 1:
+        steps_a[0] = np.median(steps_a[1:])
+    return np.cumsum(steps_a)
 
 
 def _run(train_fn: Any, metric: str) -> tuple[np.ndarray, np.ndarray]:
@@ -82,18 +135,26 @@ def _run(train_fn: Any, metric: str) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(values), stamps_a - stamps_a[0] + step
 
 
+@functools.lru_cache(maxsize=1)
+def _data(config_path: str, name: str) -> Any:
+    """The experiment's data, made once per process (runs in one process share it)."""
+    return load_data(load_config(config_path).experiment(name).data)
+
+
 def _one_run(config_path: str, name: str, sampler_name: str, before: float, after: float, rounds: int,
-             spec: tuple[str, int, int]) -> tuple[np.ndarray, np.ndarray, str]:
-    """One training of ``spec = (label, switch, seed)`` (switch -1: stock full boosting,
-    -2: the sampler with ``rate="auto"``)."""
+             spec: tuple[str, int, int, dict | None]) -> tuple[np.ndarray, np.ndarray, str, dict]:
+    """One training of ``spec = (label, switch, seed, variant)`` (switch -1: stock full
+    boosting, -2: the sampler with the adaptive rate ``AdaptiveRate(**variant)``); also
+    returns the run's rate per iteration and the adaptive rate's decisions."""
     exp = load_config(config_path).experiment(name)
-    data = load_data(exp.data)
+    data = _data(config_path, name)
     # the comparison's own parameters for a full-boosting method (metric, pinned binning seed)
     params = run_params(exp.method(exp.target_method), exp, seed=spec[2])
-    label, switch, seed = spec
+    label, switch, seed, variant = spec
+    adaptive = LoggedRate(**(variant or {}))
 
     def sampler(k: int) -> Any:  # k = -2: the adaptive rate itself
-        return sl.make_sampler(sampler_name, rate="auto" if k == -2 else ScheduledRate(before, k, after))
+        return sl.make_sampler(sampler_name, rate=adaptive if k == -2 else ScheduledRate(before, k, after))
 
     if switch == -1:
         def train(callbacks: list) -> None:
@@ -105,16 +166,20 @@ def _one_run(config_path: str, name: str, sampler_name: str, before: float, afte
         for threshold in (None, 0):
             with parallel_from(threshold) if threshold is not None else contextlib.nullcontext():
                 tr, va = make_datasets(small)
-                sl.train(params, tr, 3, sampler=sampler(1), valid_sets=[va])
+                sl.train(params, tr, 3, sampler=sampler(switch if switch == -2 else 1), valid_sets=[va])
 
         def train(callbacks: list) -> None:
             tr, va = make_datasets(data)
             sl.train(params, tr, rounds, sampler=sampler(switch), valid_sets=[va], valid_names=["valid"],
-                     callbacks=callbacks)
+                     callbacks=[sl.record_sampling(sampled), *callbacks])
+    sampled: dict[str, list] = {}
     v, t = _run(train, exp.metric)
+    state = getattr(adaptive, "last_state", None)
+    extra = {"sampling_rate": sampled.get("sampling_rate", []), "train_seconds": sampled.get("seconds", []),
+             "ratios": [] if state is None or switch != -2 else state.ratios}
     print(f"{label} seed {seed}: best {(v.max() if exp.higher_is_better else v.min()):.5f}, {t[-1]:.1f} s",
           flush=True)
-    return v, t, data.description
+    return v, t, data.description, extra
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -125,7 +190,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--before", type=float, default=0.1, help="rate before the switch (default 0.1)")
     ap.add_argument("--after", type=float, default=1.0, help="rate after the switch (default 1.0)")
     ap.add_argument("--switch", type=int, nargs="*", default=[], help="switch iterations k")
-    ap.add_argument("--auto", action="store_true", help='also run the sampler with rate="auto"')
+    ap.add_argument("--auto", nargs="*", metavar="SPEC",
+                    help='also run the sampler with adaptive rates: each SPEC "default" (rate="auto") or '
+                         'AdaptiveRate\'s parameters as key=value,... (e.g. threshold=0.05,snap=1.0); '
+                         '--auto alone: "default"')
+    ap.add_argument("--stock-records", metavar="RECORDS_JSON",
+                    help="take stock full's curve and seconds from a comparison's records.json instead of "
+                         "running it (every run's seconds are then training seconds, evaluation excluded)")
     ap.add_argument("--rounds", type=int, default=600)
     ap.add_argument("--seeds", type=int, nargs="+", default=[0])
     ap.add_argument("--tolerance", type=float, help="default: the config's")
@@ -137,19 +208,38 @@ def main(argv: list[str] | None = None) -> int:
     if args.rounds < 2 or args.jobs < 1:
         ap.error(f"--rounds must be >= 2 and --jobs >= 1, got {args.rounds} and {args.jobs}")
 
+    try:
+        variants = [(text, parse_variant(text)) for text in (args.auto or ["default"])] if args.auto is not None \
+            else []
+    except (TypeError, ValueError) as exc:
+        ap.error(f"--auto: {exc}")
+
     config = load_config(args.config)
     exp = config.experiment(args.experiment) if args.experiment else config.experiments[0]
-    specs = [("stock full", -1, 0)] + [(f"{args.before} for {k}, then {args.after}", k, seed)
-                                       for k in args.switch for seed in args.seeds]
-    specs += [('rate "auto"', -2, seed) for seed in args.seeds] if args.auto else []
+    # stock full from a comparison's records: read (and checked) before anything runs
+    try:
+        stock_records = stock_from_records(args.stock_records, exp.name) if args.stock_records else None
+    except (OSError, ValueError, KeyError) as exc:
+        ap.error(f"--stock-records: {exc}")
+    specs = [] if args.stock_records else [("stock full", -1, 0, None)]
+    specs += [(f"{args.before} for {k}, then {args.after}", k, seed, None) for k in args.switch for seed in args.seeds]
+    specs += [('rate "auto"' if text == "default" else f"auto {text}", -2, seed, table)
+              for text, table in variants for seed in args.seeds]
     job = functools.partial(_one_run, args.config, exp.name, args.sampler, args.before, args.after, args.rounds)
     if args.jobs > 1:  # each run in its own process, each with the config's num_threads
         with ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
             results = list(pool.map(job, specs))
     else:
         results = [job(spec) for spec in specs]
-    runs = [(label, seed, v, t) for (label, _, seed), (v, t, _desc) in zip(specs, results, strict=True)]
-    description = results[0][2]
+    if args.stock_records:  # every run's seconds: training only, as the comparison records them
+        results = [(v, _training_seconds(extra["train_seconds"]), desc, extra) for v, _t, desc, extra in results]
+        assert stock_records is not None
+        sv, st = stock_records
+        specs = [("stock full", -1, 0, None)] + specs
+        # its whole curve: the target is its best over the comparison's rounds, as there
+        results = [(sv, st, "", {"sampling_rate": [], "ratios": []})] + results
+    runs = [(label, seed, v, t) for (label, _, seed, _var), (v, t, _desc, _x) in zip(specs, results, strict=True)]
+    description = results[-1][2]
     metric, higher = exp.metric, exp.higher_is_better
     tol = exp.tolerance if args.tolerance is None else args.tolerance
     v = runs[0][2]
@@ -164,10 +254,14 @@ def main(argv: list[str] | None = None) -> int:
              f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
              f"lightgbm {lgb.__version__}, numba {numba.__version__}.", "",
              f"Data: {description}. Params: {exp.params}. Metric {metric} on the validation split; target = "
-             f"stock full's best over {args.rounds} rounds ({best:.5f}) {'-' if higher else '+'} {tol} = "
-             f"{target:.5f}. Seconds: wall time of the iterations up to that one (setup left out: the first "
-             "iteration counts at the run's median iteration time), the validation metric's evaluation "
-             "included (the same for every run); kernels compiled before. Mean curve = the seeds' metric averaged per "
+             f"stock full's best over {len(stock_v)} rounds ({best:.5f}) {'-' if higher else '+'} {tol} = "
+             f"{target:.5f}. Seconds: " + (
+                 f"training seconds (evaluation excluded; stock full's from {args.stock_records}) "
+                 if args.stock_records else "wall time ") +
+             "of the iterations up to that one (setup left out: the first "
+             "iteration counts at the run's median iteration time)" + (
+                 "" if args.stock_records else ", the validation metric's evaluation included (the same for every "
+                 "run)") + "; kernels compiled before. Mean curve = the seeds' metric averaged per "
              "iteration; its time = the seeds' median seconds at that iteration.", "",
              "| schedule | seeds | best (iteration) | reaches target at | seconds | vs stock full |",
              "|---|---:|---:|---:|---:|---:|",
@@ -189,7 +283,7 @@ def main(argv: list[str] | None = None) -> int:
         lines.append(f"| {label} | {len(group)} | {mean[b]:.5f} ({b + 1}) | {cells} |")
     steps = np.diff(runs[0][3])
     rates = {f"stock full {1000 * statistics.median(steps):.0f}"}
-    for (_label, switch, _), (_v, t, _d) in zip(specs[1:], results[1:], strict=True):
+    for (_label, switch, _, _var), (_v, t, _d, _x) in zip(specs[1:], results[1:], strict=True):
         steps = np.diff(t)
         if switch == -2:
             continue
@@ -199,8 +293,14 @@ def main(argv: list[str] | None = None) -> int:
             rates.add(f"rate {args.after} {1000 * statistics.median(steps[max(switch, 1):]):.0f}")
     lines += ["", f"Runs: {len(specs)}, {args.jobs} at a time (each in its own process, with the config's num_threads). "
               "Median ms per iteration: " + "; ".join(sorted(rates)) + " (one entry per distinct median)."]
+    for (label, switch, seed, _var), (_v, _t, _d, extra) in zip(specs, results, strict=True):
+        if switch == -2:  # where the adaptive rate grew, and its noise ratio at each decision
+            rates = extra["sampling_rate"]
+            steps = [f"{i + 1}: {rates[i]:.2f}" for i in range(1, len(rates)) if abs(rates[i] - rates[i - 1]) > 0.02]
+            lines.append(f"- {label} seed {seed}: rate {rates[0]:.2f} at 1" + "".join(f", {x}" for x in steps))
     text = "\n".join(lines) + "\n"
-    curves = {f"{label} seed {seed}": {"values": v.tolist(), "seconds": t.tolist()} for label, seed, v, t in runs}
+    curves = {f"{label} seed {seed}": {"values": v.tolist(), "seconds": t.tolist(), **extra}
+              for (label, seed, v, t), (_v, _t, _d, extra) in zip(runs, results, strict=True)}
     atomic_write(Path(args.out).with_suffix(".json"), lambda fh: fh.write(json.dumps(curves)))
     atomic_write(args.out, lambda fh: fh.write(text))
     print(text)

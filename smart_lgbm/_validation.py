@@ -196,12 +196,15 @@ class Param:
         ``owner`` prefixes the message (``"FirstOrder: rate must be ..."``); ``label``
         replaces the parameter's name in it (``"key 'rate'"`` in a config).
         """
-        for constraint in self.constraints:
-            if constraint.accepts(value):
-                out = constraint.convert(value)
-                return self.convert(out) if self.convert is not None else out
         prefix = f"{owner}: " if owner else ""
         subject = label or self.name
+        for constraint in self.constraints:
+            if constraint.accepts(value):
+                try:  # a structured value (a table of parameters) is checked by its conversion
+                    out = constraint.convert(value)
+                except (TypeError, ValueError) as exc:
+                    raise type(exc)(f"{prefix}{subject}: {exc}") from None
+                return self.convert(out) if self.convert is not None else out
         if any(c.type_ok(value) for c in self.constraints):
             raise ValueError(f"{prefix}{subject} must be {self.accepted}, got {value!r}")
         raise TypeError(f"{prefix}{subject} must be {self.accepted}, got {describe_value(value)}")

@@ -163,8 +163,21 @@ def test_leaf_sums_well_above_the_data_noise_keep_a_low_rate():
     rates = _rates(sl.Uniform(rate=control), lambda it: grad, leaves, 6)
     assert all(r == pytest.approx(0.1, abs=0.02) for r in rates)
     # ... and a tighter threshold on the same case grows it: the decision follows the ratio
-    tight = _rates(sl.Uniform(rate=sl.AdaptiveRate(start=0.1, threshold=0.01, window=1)), lambda it: grad, leaves, 3)
+    tight = _rates(sl.Uniform(rate=sl.AdaptiveRate(start=0.1, threshold=0.01, growth=2.0, window=1)),
+                   lambda it: grad, leaves, 3)
     assert tight[1] == pytest.approx(0.2, abs=0.03) and tight[2] == pytest.approx(0.4, abs=0.03)
+
+
+def test_the_default_ramp_on_noise_dominated_trees():
+    # rate="auto" as shipped: x2 per window of 10 while the trees are noise-dominated, and
+    # straight to full boosting once a step would pass one half
+    n = 4_000
+    leaves = np.arange(n) % 4
+    signs = np.where((np.arange(n) // 4) % 2 == 0, 1.0, -1.0)  # every leaf's sum is 0: always grows
+    rates = _rates(sl.Uniform(rate="auto"), lambda it: signs, leaves, 35)
+    for first, expected in ((0, 0.1), (10, 0.2), (20, 0.4)):
+        assert all(r == pytest.approx(expected, abs=0.03) for r in rates[first:first + 10]), first
+    assert rates[30:] == [1.0] * 5
 
 
 def test_a_rate_grown_past_half_goes_to_the_maximum():
@@ -177,6 +190,17 @@ def test_a_rate_grown_past_half_goes_to_the_maximum():
         # 0.3 * 1.5 = 0.45 stays; 0.45 * 1.5 = 0.675 > 0.5 jumps to the maximum
         assert rates[0] == pytest.approx(0.3, abs=0.03) and rates[1] == pytest.approx(0.45, abs=0.03)
         assert rates[2] == pytest.approx(expected, abs=0.03 if expected < 1 else 0)
+
+
+def test_snap_one_grows_by_steps_up_to_the_maximum():
+    n = 4_000
+    leaves = np.arange(n) % 4
+    signs = np.where((np.arange(n) // 4) % 2 == 0, 1.0, -1.0)  # every leaf's sum is 0: always grows
+    control = sl.AdaptiveRate(start=0.3, growth=1.5, window=1, snap=1.0)
+    rates = _rates(sl.Uniform(rate=control), lambda it: signs, leaves, 5)
+    # 0.3, 0.45, 0.675 (no jump past one half), 1.0125 capped at 1.0
+    assert rates[:3] == [pytest.approx(r, abs=0.03) for r in (0.3, 0.45, 0.675)]
+    assert rates[3] == rates[4] == 1.0
 
 
 def _rates_with_validation(sampler, grad, leaves, values, higher_is_better=False):
@@ -198,7 +222,7 @@ def test_a_validation_plateau_grows_the_rate(higher_is_better):
     leaves = np.arange(per_leaf * n_leaves) // per_leaf
     better = np.r_[np.linspace(1.0, 0.5, 10), np.full(30, 0.6)]
     values = -better if higher_is_better else better
-    control = sl.AdaptiveRate(start=0.1, window=5)
+    control = sl.AdaptiveRate(start=0.1, window=5, growth=2.0, slowdown=0.0)  # the plateau rule alone
     rates = _rates_with_validation(sl.Uniform(rate=control), grad, leaves, values, higher_is_better)
     # iteration t sees the metric after t - 1 (the best at 10); decisions at 4, 9, 14, ...:
     # the first whose last 10 scores hold no new best is at 24
@@ -207,9 +231,55 @@ def test_a_validation_plateau_grows_the_rate(higher_is_better):
     assert rates[35] == pytest.approx(0.4, abs=0.03)
     # a metric that keeps improving keeps the rate
     improving = np.linspace(1.0, 0.5, 40)
-    kept = _rates_with_validation(sl.Uniform(rate=sl.AdaptiveRate(start=0.1, window=5)), grad, leaves,
+    kept = _rates_with_validation(sl.Uniform(rate=sl.AdaptiveRate(start=0.1, window=5, growth=2.0)), grad, leaves,
                                   -improving if higher_is_better else improving, higher_is_better)
     assert all(r == pytest.approx(0.1, abs=0.02) for r in kept)
+
+
+def test_patience_sets_the_plateau_span_and_zero_turns_the_rule_off():
+    per_leaf, n_leaves = 1000, 8
+    grad = _leaf_gradients(per_leaf, 700, n_leaves)
+    leaves = np.arange(per_leaf * n_leaves) // per_leaf
+    values = np.r_[np.linspace(1.0, 0.5, 10), np.full(30, 0.6)]  # last new best after iteration 9
+    one = _rates_with_validation(sl.Uniform(rate=sl.AdaptiveRate(start=0.1, window=5, patience=1, growth=2.0,
+                                                                 slowdown=0.0)), grad, leaves, values)
+    # iteration t sees the metric after t - 1 (the best at 10): the first decision whose last
+    # 5 scores hold no new best is at 19 (two windows, as the default patience, wait until 24)
+    assert all(r == pytest.approx(0.1, abs=0.02) for r in one[:20])
+    assert one[20] == pytest.approx(0.2, abs=0.03)
+    off = _rates_with_validation(sl.Uniform(rate=sl.AdaptiveRate(start=0.1, window=5, patience=0, slowdown=0.0)),
+                                 grad, leaves, values)
+    assert all(r == pytest.approx(0.1, abs=0.02) for r in off)
+
+
+@pytest.mark.parametrize("higher_is_better", [False, True])
+def test_slowdown_grows_the_rate_on_diminishing_returns(higher_is_better):
+    # signal-dominated trees (the noise test alone keeps 0.1), a validation metric that keeps
+    # improving (no plateau), by less and less: 0.9^(t+1), lower is better
+    per_leaf, n_leaves = 1000, 8
+    grad = _leaf_gradients(per_leaf, 700, n_leaves)
+    leaves = np.arange(per_leaf * n_leaves) // per_leaf
+    better = 1.0 - (1.0 - 0.9 ** np.arange(1, 61))  # lower is better: 0.9^t
+    values = -better if higher_is_better else better
+
+    def run(**kwargs):
+        control = sl.AdaptiveRate(start=0.1, window=5, patience=0, growth=2.0, **kwargs)
+        return _rates_with_validation(sl.Uniform(rate=control), grad, leaves, values, higher_is_better)
+
+    # at decision t the scores are those after iterations 0..t-1: s_k = 0.9^(k+1); the last
+    # window's gain over the total is (0.9^(t-5) - 0.9^t) / (0.9 - 0.9^t)
+    def first_growth(share):
+        for t in range(9, 60, 5):
+            if 0.9 ** (t - 5) - 0.9 ** t < share * (0.9 - 0.9 ** t):
+                return t
+    for share in (0.05, 0.2):
+        rates = run(slowdown=share)
+        t = first_growth(share)
+        assert all(r == pytest.approx(0.1, abs=0.02) for r in rates[: t + 1])
+        assert rates[t + 1] == pytest.approx(0.2, abs=0.03)
+        # the rule holds at the grown rate too (the returns keep diminishing): one window later
+        assert rates[t + 6] == pytest.approx(0.4, abs=0.03)
+    assert all(r == pytest.approx(0.1, abs=0.02) for r in run(slowdown=0.0))  # the rule is off
 
 
 def test_no_leaves_no_decision():
@@ -231,6 +301,8 @@ def test_no_leaves_no_decision():
     ({"start": 0.5, "maximum": 0.2}, "maximum"), ({"threshold": 0.0}, "threshold"), ({"threshold": -1.0}, "threshold"),
     ({"threshold": float("inf")}, "threshold"),
     ({"growth": 1.0}, "growth"), ({"window": 0}, "window"), ({"start": float("nan")}, "start"),
+    ({"patience": -1}, "patience"), ({"snap": 0.0}, "snap"), ({"snap": 1.5}, "snap"),
+    ({"slowdown": -0.1}, "slowdown"), ({"slowdown": 1.0}, "slowdown"),
 ])
 def test_invalid_values_name_the_parameter(kwargs, name):
     with pytest.raises(ValueError, match=name):
@@ -255,6 +327,21 @@ def test_rate_accepts_auto_and_refuses_other_strings():
     assert sl.make_sampler("mvs", rate="auto").rate == sl.AdaptiveRate()
     with pytest.raises(ValueError, match="rate"):
         sl.make_sampler("first_order", rate="fast")
+
+
+def test_rate_accepts_a_table_of_the_adaptive_rates_parameters():
+    table = {"start": 0.2, "threshold": 0.05, "window": 5, "patience": 1, "snap": 1.0}
+    for cls in (sl.FirstOrder, sl.MVS, sl.Uniform):
+        assert cls(rate=table).rate == sl.AdaptiveRate(**table)
+    assert sl.make_sampler("mvs", rate={}).rate == sl.AdaptiveRate()
+    assert table == {"start": 0.2, "threshold": 0.05, "window": 5, "patience": 1, "snap": 1.0}  # not mutated
+    with pytest.raises(ValueError, match="FirstOrder: rate: unknown key 'treshold' .*accepted: start, maximum, "
+                                         "threshold, growth, window, patience, snap, slowdown"):
+        sl.FirstOrder(rate={"treshold": 0.05})
+    with pytest.raises(ValueError, match="rate: AdaptiveRate: threshold must be"):
+        sl.MVS(rate={"threshold": -1.0})
+    with pytest.raises(TypeError, match="rate: AdaptiveRate: window must be"):
+        sl.MVS(rate={"window": "ten"})
 
 
 # ---------------------------------------------------------------- through the engine
@@ -311,6 +398,18 @@ def test_estimator_and_config(a9a_small, tmp_path):
     bad.write_text(good.read_text().replace('"auto"', '"fast"'))
     with pytest.raises(ConfigError, match="rate"):
         load_config(bad)
+    # the table form: AdaptiveRate's parameters, checked at load time with the method's name
+    table = tmp_path / "t.toml"
+    table.write_text(good.read_text().replace('"auto"', "{ start = 0.2, threshold = 0.05, snap = 1.0 }"))
+    method = load_config(table).experiments[0].methods[0]
+    assert method.options == {"rate": {"start": 0.2, "threshold": 0.05, "snap": 1.0}}
+    assert sl.make_sampler(method.kind, **method.options).rate == sl.AdaptiveRate(start=0.2, threshold=0.05, snap=1.0)
+    for text, match in (("{ start = 0.2, thresold = 0.05 }", r"\[methods.fa\] key 'rate': unknown key 'thresold'.*"
+                                                            "accepted: start, maximum"),
+                        ("{ growth = 0.5 }", r"\[methods.fa\] key 'rate': AdaptiveRate: growth must be")):
+        table.write_text(good.read_text().replace('"auto"', text))
+        with pytest.raises(ConfigError, match=match):
+            load_config(table)
 
 
 def test_smart_objective_grows_the_rate_deterministically(a9a_small):

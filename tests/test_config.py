@@ -82,7 +82,7 @@ def test_unknown_keys_everywhere(tmp_path, old, new, message):
     ("old", "new", "message"),
     [
         ("rounds = 5", 'rounds = "5"', r"\[config\] key 'rounds' must be an integer >= 1, got string '5'"),
-        ("rate = 0.2", 'rate = "0.2"', r"\[methods\.fo\] key 'rate' must be a number in \(0, 1\] or \"auto\", got string '0.2'"),
+        ("rate = 0.2", 'rate = "0.2"', r"\[methods\.fo\] key 'rate' must be a number in \(0, 1\], \"auto\" or a table of AdaptiveRate's parameters, got string '0.2'"),
         ("rate = 0.2", "rate = true", r"\[methods\.fo\] key 'rate' must be a number .*got boolean"),
         ("seeds = [0, 1]", 'seeds = ["a"]', r"\[config\] key 'seeds' must be a non-empty list of integers"),
         ('metric = "binary_logloss"', "metric = 3", r"\[experiments\.a9a\] key 'metric' must be a string"),
@@ -98,7 +98,7 @@ def test_wrong_types_are_type_errors_naming_the_key(tmp_path, old, new, message)
 @pytest.mark.parametrize(
     ("old", "new", "message"),
     [
-        ("rate = 0.2", "rate = 1.5", r"\[methods\.fo\] key 'rate' must be a number in \(0, 1\] or \"auto\", got 1.5"),
+        ("rate = 0.2", "rate = 1.5", r"\[methods\.fo\] key 'rate' must be a number in \(0, 1\], \"auto\" or a table of AdaptiveRate's parameters, got 1.5"),
         ("rate = 0.2", "rate = 0.2\nrho = 3.0", r"\[methods\.fo\] give either rate or rho"),
         ("top_rate = 0.1", "top_rate = 0.95", r"\[methods\.stock_goss\] keys 'top_rate' \+ 'other_rate' must be <= 1"),
         ('kind = "first_order"', 'kind = "first"', r"\[methods\.fo\] key 'kind' is 'first'; accepted values: stock_full"),

@@ -48,3 +48,46 @@ def test_negative_switch_is_refused(capsys):
     with pytest.raises(SystemExit):
         _script().main(["configs/quick.toml", "--switch", "-1", "--out", "unused.md"])
     assert "--switch" in capsys.readouterr().err
+
+
+def test_auto_variants_parse_to_the_adaptive_rates_parameters(capsys):
+    script = _script()
+    assert script.parse_variant("default") == {}
+    assert script.parse_variant("threshold=0.05,window=5,snap=1.0") == {"threshold": 0.05, "window": 5, "snap": 1.0}
+    with pytest.raises(ValueError, match="unknown key 'tresh'.*accepted: start"):
+        script.parse_variant("tresh=0.05")
+    with pytest.raises(SystemExit):
+        script.main(["configs/quick.toml", "--auto", "growth=0.5", "--out", "unused.md"])
+    err = capsys.readouterr().err
+    assert "--auto" in err and "growth must be" in err
+
+
+def test_variants_run_beside_stock_full_taken_from_records(tmp_path):
+    # stock full's curve comes from a comparison's records.json (not rerun); each variant is
+    # the sampler with AdaptiveRate(**its parameters), its rates and decisions kept
+    stock = [0.7, 0.6, 0.55, 0.5, 0.52, 0.53]
+    records = {"runs": [{"method": "stock_full", "experiment": "a9a", "values": stock, "seconds": [0.1] * 6}]}
+    path = tmp_path / "records.json"
+    path.write_text(json.dumps(records))
+    out = tmp_path / "probe.md"
+    args = ["configs/quick.toml", "--auto", "default", "start=0.3,window=2", "--rounds", "6", "--stock-records",
+            str(path), "--out", str(out)]
+    assert _script().main(args) == 0
+    curves = json.loads(out.with_suffix(".json").read_text())
+    assert curves["stock full seed 0"]["values"] == stock
+    default, variant = curves['rate "auto" seed 0'], curves["auto start=0.3,window=2 seed 0"]
+    assert default["sampling_rate"][0] == pytest.approx(0.1, abs=0.02)
+    assert variant["sampling_rate"][0] == pytest.approx(0.3, abs=0.03)
+    assert [i for i, _ in variant["ratios"]] == [1, 3, 5]  # a decision per window of 2
+    assert len(variant["train_seconds"]) == 6 and default["values"] != variant["values"]
+    text = out.read_text()
+    assert "stock full's best over 6 rounds (0.50000)" in text and "| auto start=0.3,window=2 | 1 |" in text
+
+
+def test_stock_records_without_the_experiment_are_refused_before_any_run(tmp_path, capsys):
+    path = tmp_path / "records.json"
+    path.write_text(json.dumps({"runs": [{"method": "stock_full", "experiment": "other", "values": [0.5],
+                                          "seconds": [0.1]}]}))
+    with pytest.raises(SystemExit):
+        _script().main(["configs/quick.toml", "--auto", "--stock-records", str(path), "--out", "unused.md"])
+    assert "--stock-records: no stock_full run of experiment 'a9a'" in capsys.readouterr().err

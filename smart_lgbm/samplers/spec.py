@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from numbers import Integral, Real
 from typing import TYPE_CHECKING, Any
 
-from .._validation import InstanceOf, Interval, NoneValue, Options, Param
-from .adaptive import AdaptiveRate
+from .._validation import Constraint, InstanceOf, Interval, NoneValue, Options, Param
+from .adaptive import AdaptiveRate, adaptive_rate_from_table
 
 if TYPE_CHECKING:
     from .base import Sampler
@@ -28,7 +28,24 @@ def _rate_object(value: Any) -> Any:
     return AdaptiveRate() if isinstance(value, str) else value
 
 
-_RATE_VALUES = (Interval(Real, 0, 1, closed="right"), Options(("auto",)), InstanceOf(AdaptiveRate))
+@dataclass(frozen=True)
+class AdaptiveRateTable(Constraint):
+    """A table (dict) of :class:`AdaptiveRate`'s parameters, e.g. a config's ``rate = {start =
+    0.1, threshold = 0.05}``: the adaptive rate with those parameters, the others at their
+    defaults.  An unknown key is a ValueError naming the accepted ones."""
+
+    def type_ok(self, value: Any) -> bool:
+        return isinstance(value, dict)
+
+    def convert(self, value: Any) -> Any:
+        return adaptive_rate_from_table(value)
+
+    def __str__(self) -> str:
+        return "a table of AdaptiveRate's parameters"
+
+
+_RATE_VALUES = (Interval(Real, 0, 1, closed="right"), Options(("auto",)), AdaptiveRateTable(),
+                InstanceOf(AdaptiveRate))
 
 #: A fixed-rate sampler's rate (Uniform).
 RATE = Param("rate", _RATE_VALUES, 0.1,
