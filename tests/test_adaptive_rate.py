@@ -533,3 +533,51 @@ def test_the_constructor_is_its_parameter_specs():
         assert signature.parameters[param.name].default == param.default
         with pytest.raises((TypeError, ValueError), match=re.escape(f"{param.name} must be {param.accepted}")):
             sl.AdaptiveRate(**{param.name: "x"})
+
+
+@pytest.mark.parametrize("constant_p", [None, 0.25])
+def test_compiled_leaf_sums_are_numpys_doubles(constant_p):
+    """The one-column compiled pass gives exactly the doubles of the numpy bincounts (taken
+    here through int64 leaves, which keep the numpy path): the same decisions, the same models."""
+    from smart_lgbm.samplers.adaptive import leaf_noise_sums
+
+    rng = np.random.default_rng(5)
+    n, m = 5000, 900
+    indices = np.sort(rng.choice(n, m, replace=False)).astype(np.int32)
+    hess = rng.gamma(0.5, size=(n, 1)).astype(np.float32)
+    p = np.minimum(1.0, rng.uniform(0.05, 1.5, size=m))
+    fit_grad = (rng.standard_t(2.0, size=(m, 1)) / p[:, None]).astype(np.float32)
+    fit_hess = (hess[indices] / p[:, None]).astype(np.float32)
+    fit_hess[::97] = 0.0  # rows whose hessian is 0: p read as 1
+    leaves = rng.integers(0, 31, size=n).astype(np.int32)
+    compiled_sums = leaf_noise_sums(indices, fit_grad, fit_hess, hess, leaves, constant_p)
+    numpy_sums = leaf_noise_sums(indices, fit_grad, fit_hess, hess, leaves.astype(np.int64), constant_p)
+    assert compiled_sums.shape == numpy_sums.shape == (5, 31)
+    assert compiled_sums.tobytes() == numpy_sums.tobytes()
+
+
+def test_no_sums_once_the_rate_is_at_its_maximum(monkeypatch):
+    """At the maximum no decision is left: the O(sample) sums are not computed (at 1.0 they
+    would cost a pass over every row per iteration), and the model is unchanged."""
+    from smart_lgbm.samplers import adaptive
+
+    calls = []
+    real = adaptive.leaf_noise_sums
+
+    def counting(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(3000, 5)).astype(np.float32)
+    y = (X[:, 0] + rng.normal(size=3000) > 0).astype(float)
+    params = {"objective": "binary", "num_leaves": 7, "verbosity": -1, "min_data_in_leaf": 5}
+    grows = sl.AdaptiveRate(start=0.5, maximum=1.0, window=1, threshold=1e-9)  # 0.5 -> 1.0 after one decision
+    before = sl.train(params, lgb.Dataset(X, y), 6, sampler=sl.FirstOrder(rate=grows)).model_to_string()
+    monkeypatch.setattr(adaptive, "leaf_noise_sums", counting)
+    record = {}
+    model = sl.train(params, lgb.Dataset(X, y), 6, sampler=sl.FirstOrder(rate=grows),
+                     callbacks=[sl.record_sampling(record)]).model_to_string()
+    assert model == before
+    assert record["sampling_rate"][2:] == [1.0] * 4
+    assert len(calls) == 1  # iteration 1 only (no leaves before the first tree; settled from iteration 2)

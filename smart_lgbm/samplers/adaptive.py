@@ -179,6 +179,11 @@ class AdaptiveRate:
         """The rate of ``iteration`` of the run whose gradient history is ``history``."""
         return self._run_state(history, iteration).rate
 
+    def settled(self, history: Any, iteration: int) -> bool:
+        """Whether the run's rate is at its maximum at ``iteration``: it will not change
+        again, and :meth:`observe` ignores the sums."""
+        return self._run_state(history, iteration).rate >= self.maximum
+
     def observe(self, history: Any, iteration: int, sums: np.ndarray | None,
                 allgather: Any = None) -> float:
         """Take one iteration's per-leaf sums (:func:`leaf_noise_sums`) and decide at the
@@ -348,6 +353,15 @@ def leaf_noise_sums(indices: np.ndarray, fit_grad: np.ndarray, fit_hess: np.ndar
         full-data sum).
     """
     k = fit_grad.shape[1]
+    leaf_view = leaves.reshape(leaves.shape[0], -1)
+    if k == 1 and leaf_view.shape[1] == 1 and indices.shape[0] and leaf_view.dtype == np.int32 \
+            and fit_grad.dtype.kind == fit_hess.dtype.kind == hess.dtype.kind == "f":
+        # one output column (binary, regression, ranking): one compiled pass, the same doubles
+        from ._adaptive_kernels import leaf_sums_one_column
+
+        return leaf_sums_one_column(indices, fit_grad[:, 0], fit_hess[:, 0], hess.reshape(hess.shape[0], -1)[:, 0],
+                                    leaf_view[:, 0], 0.0 if constant_p is None else float(constant_p),
+                                    constant_p is not None)
     if constant_p is not None:
         p = np.full(indices.shape[0], constant_p)
     else:
@@ -392,7 +406,10 @@ def observe_sample(controller: AdaptiveRate, state: Any, indices: np.ndarray, fi
 
     leaves = state.history.leaves
     sums = None
-    if leaves is not None and np.shape(leaves)[0] == state.num_rows:
+    # once the rate is at its maximum no decision is left: the sums (O(sample), which is
+    # then every row at 1.0) would be thrown away
+    if leaves is not None and np.shape(leaves)[0] == state.num_rows \
+            and not controller.settled(state.history, state.iteration):
         m = indices.shape[0]
         sums = leaf_noise_sums(indices, fit_grad.reshape(m, -1), fit_hess.reshape(m, -1),
                                 state.kernel_arrays()[1], np.asarray(leaves), constant_p)
