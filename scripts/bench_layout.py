@@ -27,7 +27,6 @@ from pathlib import Path
 
 import lightgbm as lgb
 import numba
-import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))

@@ -57,6 +57,7 @@ import numpy as np
 import smart_lgbm as sl
 from smart_lgbm.compare.config import load_config
 from smart_lgbm._twins import parallel_from
+from smart_lgbm.samplers.compiled import compile_rate_solve
 from smart_lgbm.compare.data import head, load_data, make_datasets
 from smart_lgbm.compare.io import atomic_write
 from smart_lgbm.compare.methods import run_params
@@ -167,6 +168,7 @@ def _one_run(config_path: str, name: str, sampler_name: str, before: float, afte
             with parallel_from(threshold) if threshold is not None else contextlib.nullcontext():
                 tr, va = make_datasets(small)
                 sl.train(params, tr, 3, sampler=sampler(switch if switch == -2 else 1), valid_sets=[va])
+                compile_rate_solve()  # the rate solve's kernels a few warm-up rows may never call
 
         def train(callbacks: list) -> None:
             tr, va = make_datasets(data)

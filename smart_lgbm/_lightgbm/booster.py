@@ -311,15 +311,7 @@ class OneIterationBooster:
         if skipped and self._draws_columns:
             for _ in range(skipped):
                 _check(_LIB.LGBM_BoosterResetParameter(self.handle, _c_str(self._params)))
-        finished = ctypes.c_int(0)
-        _check(
-            _LIB.LGBM_BoosterUpdateOneIterCustom(
-                self.handle,
-                grad.ctypes.data_as(ctypes.POINTER(ctypes.c_float)),
-                hess.ctypes.data_as(ctypes.POINTER(ctypes.c_float)),
-                ctypes.byref(finished),
-            )
-        )
+        finished = self._update(grad, hess)
         # this iteration's trees only: LightGBM writes them as Tree=0.. (or, when finished,
         # the constant trees a Booster without kept trees keeps)
         model = self._buffer.model_string(self.handle, self.kept, 1)
@@ -329,7 +321,7 @@ class OneIterationBooster:
         if bias is not None and texts:
             internal = exact_internal_values(self.handle, len(texts), self.kept)
             texts = [fold_bias(text, float(b), inner)[0] for text, b, inner in zip(texts, bias, internal, strict=True)]
-        if finished.value:
+        if finished:
             # as after any finished iteration: a fresh Booster (LightGBM keeps constant
             # trees it cannot roll back when it held none, and a fresh one also restarts
             # what a recreated Booster restarts, e.g. quantised gradients' rounding draws)
@@ -339,10 +331,9 @@ class OneIterationBooster:
         self._unkept = self._parked.handle.value  # where the reset path leaves the Booster
         return IterationTrees(texts, {}, None, model)
 
-    def _fit(self, train: ctypes.c_void_p, grad: np.ndarray, hess: np.ndarray,
-             sets: dict[int, tuple[ctypes.c_void_p, int, np.ndarray | None]],
-             want_leaves: bool, bias: np.ndarray | None) -> IterationTrees:
-        self._point_at(train)
+    def _update(self, grad: np.ndarray, hess: np.ndarray) -> bool:
+        """One ``UpdateOneIterCustom`` on the current training data; whether it was finished
+        (no tree could split)."""
         finished = ctypes.c_int(0)
         _check(
             _LIB.LGBM_BoosterUpdateOneIterCustom(
@@ -352,6 +343,13 @@ class OneIterationBooster:
                 ctypes.byref(finished),
             )
         )
+        return bool(finished.value)
+
+    def _fit(self, train: ctypes.c_void_p, grad: np.ndarray, hess: np.ndarray,
+             sets: dict[int, tuple[ctypes.c_void_p, int, np.ndarray | None]],
+             want_leaves: bool, bias: np.ndarray | None) -> IterationTrees:
+        self._point_at(train)
+        finished = self._update(grad, hess)
         model = self._buffer.model_string(self.handle)
         texts = tree_bodies(model)
         leaf_values: list[np.ndarray] | None = None
@@ -359,7 +357,7 @@ class OneIterationBooster:
             internal = exact_internal_values(self.handle, len(texts))
             folded = [fold_bias(text, float(b), inner) for text, b, inner in zip(texts, bias, internal, strict=True)]
             texts, leaf_values = [t for t, _ in folded], [v for _, v in folded]
-        if finished.value:
+        if finished:
             self._recreate()
             return IterationTrees(texts, {}, None, model, finished=True)
         # Each row's tree output is read in one of two ways.  Leaf indices: the leaf
