@@ -239,6 +239,36 @@ def test_importances_wider_than_the_float_range_do_not_break_the_solve():
     assert p[0] == 1.0 and p.sum() == pytest.approx(1.0)
 
 
+@pytest.mark.parametrize("num_class", [1, 3])
+def test_mvs_scan_in_one_pass_gives_the_scaled_scans_bits(num_class):
+    # MVS over float32 g, h is summed in the scan's first pass (compiled._sums_plainly): the
+    # plain sum must be the per-block scaled sum's exact double, from the smallest float32
+    # to the largest, at every lambda up to the bound (and the bound must hold past it too)
+    from smart_lgbm.samplers import _kernels as k
+    from smart_lgbm.samplers.compiled import (_MVS_PLAIN_LAMBDA, KIND_MARKERS, MVS, Importance, _sums_plainly, as_rows,
+                                              scan_blocks)
+
+    rng = np.random.default_rng(11)
+    n = 3 * 4096 + 77
+    octaves = rng.integers(-149, 128, (n, num_class))
+    g = (rng.uniform(0.5, 1.0, (n, num_class)) * np.exp2(octaves)).astype(np.float32)
+    g[rng.random((n, num_class)) < 0.3] = 0.0  # rows whose importance is lambda * h alone
+    g *= np.where(rng.random((n, num_class)) < 0.5, -1, 1).astype(np.float32)
+    h = (rng.uniform(0.5, 1.0, (n, num_class)) * np.exp2(rng.integers(-149, 128, (n, num_class)))).astype(np.float32)
+    h[:7] = np.float32(2.0**-149)  # the smallest subnormal float32
+    g[7:9] = np.float32(np.finfo(np.float32).max)
+    gg, hh = as_rows(g), as_rows(h)
+    for lam in (0.0, 5e-324, 1e-300, 0.7, 2.0**100, _MVS_PLAIN_LAMBDA):
+        imp = Importance(MVS, n, gg, hh, lam=lam)
+        assert _sums_plainly(imp)
+        args = (KIND_MARKERS[MVS], n, gg, hh, imp.buf, lam, True)
+        plain = k.scan(*args, True, *scan_blocks(n))
+        scaled = k.scan(*args, False, *scan_blocks(n))
+        assert plain[2] == 0 and np.asarray(plain).tobytes() == np.asarray(scaled).tobytes(), lam
+    assert not _sums_plainly(Importance(MVS, n, gg, hh, lam=_MVS_PLAIN_LAMBDA * 2))
+    assert not _sums_plainly(Importance(MVS, n, gg.astype(np.float64), hh.astype(np.float64), lam=0.7))
+
+
 # ------------------------------------------------------------------ zero importance
 
 

@@ -282,11 +282,35 @@ def scan_blocks(n: int) -> tuple[np.ndarray, ...]:
     return np.zeros(nb), np.zeros(nb, np.int64), np.zeros(nb, np.int64), np.zeros(nb, np.int64), np.zeros(nb)
 
 
+#: MVS importances over float32 ``g, h`` with ``lambda`` up to this are summed plainly (see
+#: :func:`_sums_plainly`).
+_MVS_PLAIN_LAMBDA = 2.0 ** 200
+
+
+def _sums_plainly(imp: Importance) -> bool:
+    """Whether :func:`_kernels.scan` may sum these importances in its first pass, unscaled.
+
+    The per-block scaled sum exists for importances of any range (a user's, float64
+    gradients').  Where no importance and no partial sum can overflow or fall below the
+    normal range, the plain sum is the scaled sum's exact double: scaling by a power of two
+    commutes with every rounding then.  That holds for the engine's float32 ``g, h``:
+    ``|g_i|`` and ``sum_k h_ik`` lie in [2^-149, K 2^128]; MVS's ``sqrt(|g_i|^2 + lambda
+    |h_i|^2)`` with ``0 <= lambda <= 2^200`` lies in [2^-537, sqrt(K) 2^229] (a positive
+    square under 2^-1022 still has a normal root), and so do the scaled values, down to
+    2^-770.  One pass instead of two square roots per row: MVS's scan on 2M rows took 6.6 ms,
+    the whole FirstOrder draw 4.5 (a development run).
+    """
+    if imp.g.dtype != np.float32:
+        return False
+    if imp.kind in (FIRST, SECOND):
+        return True
+    return imp.kind == MVS and imp.h.dtype == np.float32 and 0.0 <= imp.lam <= _MVS_PLAIN_LAMBDA
+
+
 def _scan(imp: Importance, owner: str, want_sum: bool,
           statistics: Statistics | None = None) -> tuple[float, int, int, float]:
     """``(smax, n_pos, exponent, total)`` of the importances (``_kernels.scan``); refuses bad ones."""
-    # importances computed from float32 g/h (the engine's) are summed in the same pass
-    plain = imp.kind in (FIRST, SECOND) and imp.g.dtype == np.float32
+    plain = _sums_plainly(imp)
     if plain and statistics is not None and statistics.kind == imp.kind and statistics.blocks is not None:
         smax, n_pos, n_bad, exponent, total = _kernels().scan_totals(*statistics.blocks, want_sum)
     else:
