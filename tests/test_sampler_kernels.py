@@ -269,6 +269,29 @@ def test_mvs_scan_in_one_pass_gives_the_scaled_scans_bits(num_class):
     assert not _sums_plainly(Importance(MVS, n, gg.astype(np.float64), hh.astype(np.float64), lam=0.7))
 
 
+@pytest.mark.parametrize("n, rate", [(5000, 0.2), ((1 << 17) + 5, 0.4)], ids=["rounds", "histogram"])
+def test_mvs_stored_importances_give_the_recomputed_draw(n, rate):
+    # with a workspace MVS's scan stores its square roots and the later passes read them:
+    # the same rho, probabilities and sample, bit for bit, as recomputing them each pass
+    from smart_lgbm.samplers import compiled
+
+    rng = np.random.default_rng(3)
+    g, h = _grads32(rng, n)
+    g, h = compiled.as_rows(g), compiled.as_rows(h)
+    imp = compiled.Importance(compiled.MVS, n, g, h, lam=compiled.mvs_lambda(g, h))
+    workspace = compiled.Workspace()
+    plain = compiled.solve(imp, rate, None, "MVS")
+    stored = compiled.solve(imp, rate, None, "MVS", workspace=workspace)
+    assert stored.importance.kind == compiled.BUFFER and plain.importance.kind == compiled.MVS
+    assert (stored.c1, stored.c2, stored.rho) == (plain.c1, plain.c2, plain.rho)
+    np.testing.assert_array_equal(compiled.probabilities(stored), compiled.probabilities(plain))
+    assert 0 < (compiled.probabilities(plain) == 1.0).sum() < n  # some rows capped: the solve's rounds ran
+    draws = [compiled.draw_sample(sol, h, compiled.Fit(g), np.random.default_rng(5), compiled.Workspace(), True)
+             for sol in (plain, stored)]
+    for a, b in zip(*draws):
+        assert a.tobytes() == b.tobytes()
+
+
 # ------------------------------------------------------------------ zero importance
 
 

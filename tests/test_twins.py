@@ -67,6 +67,10 @@ def test_sampler_kernels_twins_give_the_same_bits(num_class):
         for plain in (False, True):
             args = (*imp, True, plain)
             assert _bits(k.scan.serial(*args, *scan_blocks(n))) == _bits(k.scan.parallel(*args, *scan_blocks(n)))
+        stored = [np.empty(n), np.empty(n)]
+        assert (_bits(k.scan_store.serial(*imp, True, *scan_blocks(n), stored[0]))
+                == _bits(k.scan_store.parallel(*imp, True, *scan_blocks(n), stored[1])))
+        assert stored[0].tobytes() == stored[1].tobytes()
         _, _, _, exponent, total = k.scan(*imp, True, False, *scan_blocks(n))
         c1, c2 = k.pow2_pair(-exponent)
         rho = 0.05 * n / total
@@ -123,7 +127,7 @@ def _dense(objective, n=N):
 CASES = {
     "binary-first_order": ("binary", lambda: sl.FirstOrder(rate=0.2),
                            {"one_column", "scan", "draw", "gather", "walk_bitmask", "encode_dense"}),
-    "binary-mvs": ("binary", lambda: sl.MVS(rate=0.2), {"one_column", "norm_sums", "draw", "gather"}),
+    "binary-mvs": ("binary", lambda: sl.MVS(rate=0.2), {"one_column", "norm_sums", "scan_store", "draw", "gather"}),
     "binary-second_order": ("binary", lambda: sl.SecondOrder(rate=0.2, anchor_lag=1), {"leaf_means", "gather"}),
     "binary-weight_trimming": ("binary", lambda: sl.WeightTrimming(alpha=0.1),
                                {"trim_histogram", "trim_counts", "trim_gather"}),
@@ -133,7 +137,7 @@ CASES = {
     "regression-loss_based": ("regression", lambda: sl.LossBased(rate=0.2), {"l2_gradients", "l2_loss"}),
 }
 #: Kernels whose twins the direct and walk tests below compare.
-DIRECT = {"scan", "scaled_histogram", "cap_round", "closest_row", "probabilities", "draw", "norm_sums", "leaf_means",
+DIRECT = {"scan", "scan_store", "scaled_histogram", "cap_round", "closest_row", "probabilities", "draw", "norm_sums", "leaf_means",
           "trim_histogram", "trim_counts", "encode_sparse", "walk_dense", "walk_sparse", "walk_codes"}
 
 

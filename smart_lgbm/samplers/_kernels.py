@@ -304,6 +304,39 @@ def scan(kind, n, g, h, buf, lam, want_sum, plain, bmax, bpos, bbad, bexp, bsum)
     return scan_totals(bmax, bpos, bbad, bexp, bsum, want_sum)
 
 
+@row_kernel(rows=1)
+def scan_store(kind, n, g, h, buf, lam, want_sum, bmax, bpos, bbad, bexp, bsum, out):
+    """:func:`scan` of importances it may sum plainly, storing each ``s_i`` in ``out``.
+
+    The rate solve's later passes (histogram, capping rounds, draw, gather) then read
+    ``out`` as a BUFFER importance, the same doubles, instead of recomputing them: MVS's
+    square roots once per iteration instead of once per pass.  Each block computes its
+    importances first (a loop free of the sum's serial chain) and then scans them from
+    cache, in row order as :func:`scan` does.
+    """
+    nb = (n + BLOCK - 1) // BLOCK
+    for b in prange(nb):
+        lo = b * BLOCK
+        hi = min(n, lo + BLOCK)
+        gb = g[lo:hi] if g.shape[0] > 0 else g
+        hb = h[lo:hi] if h.shape[0] > 0 else h
+        bb = buf[lo:hi] if buf.shape[0] > 0 else buf
+        ob = out[lo:hi]
+        for j in range(hi - lo):
+            ob[j] = _score(kind, gb, hb, bb, lam, j)
+        mx = 0.0
+        pos = 0
+        bad = 0
+        acc = 0.0
+        for j in range(hi - lo):
+            mx, pos, bad, acc = scan_row(ob[j], mx, pos, bad, acc)
+        bmax[b] = mx
+        bpos[b] = pos
+        bbad[b] = bad
+        bsum[b] = acc  # exponent 0: scaled by the global exponent below
+    return scan_totals(bmax, bpos, bbad, bexp, bsum, want_sum)
+
+
 @njit(cache=True, inline="always")
 def _bucket(t):
     """Histogram bucket of ``0 < t < 1``: 0 for the largest values, NBUCKET below 2**-OCTAVES."""

@@ -451,7 +451,7 @@ class ProbabilitySampler(Sampler):
         previous = cast("tuple[int, float] | None", workspace.value("solved_rho"))
         start = previous[1] if previous is not None and previous[0] == state.iteration - 1 else None
         solution = compiled.solve(imp, self._rate_of(state), self.rho, type(self).__name__, start=start,
-                                  statistics=state.statistics)
+                                  statistics=state.statistics, workspace=workspace)
         workspace.keep("solved_rho", None if solution.solved_rho is None else (state.iteration, solution.solved_rho))
         h = state.kernel_arrays()[1]
         indices, grad, hess = compiled.draw_sample(solution, h, self._fit_of_state(state), rng, workspace,

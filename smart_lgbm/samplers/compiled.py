@@ -182,7 +182,8 @@ class Solution:
 
 
 def solve(imp: Importance, rate: float | None, rho: float | None, owner: str, max_rounds: int = 64,
-          start: float | None = None, statistics: Statistics | None = None) -> Solution:
+          start: float | None = None, statistics: Statistics | None = None,
+          workspace: Workspace | None = None) -> Solution:
     """Validate the importances and solve for ``rho`` (or take the fixed one).
 
     Rows of zero importance get ``p = 0``; if every importance is 0 the draw falls back to
@@ -193,13 +194,21 @@ def solve(imp: Importance, rate: float | None, rho: float | None, owner: str, ma
     ``solved_rho``), tried first below ``_HISTOGRAM_ROWS`` rows (see :func:`_rate_rho`).
     ``statistics``: the fused pass's scan of these importances (used when its kind and
     dtype match ``imp``; the same values the scan pass would give).
+    ``workspace``: where an MVS importance may be stored by the scan (its ``"importance"``
+    array), so that the later passes read it instead of recomputing its square roots; the
+    solution then holds it as a BUFFER importance of the same doubles, valid until the
+    workspace's next solve.
 
     Raises
     ------
     ValueError
         Naming ``owner``, if an importance is NaN, infinite or negative.
     """
-    smax, n_pos, exponent, total = _scan(imp, owner, rho is None, statistics)
+    if workspace is not None and imp.kind == MVS and _sums_plainly(imp):
+        imp, (smax, n_pos, exponent, total) = _scan_stored(imp, owner, rho is None,
+                                                           workspace.array("importance", imp.n, np.float64))
+    else:
+        smax, n_pos, exponent, total = _scan(imp, owner, rho is None, statistics)
     if n_pos == 0:  # e.g. a perfectly fitted training set: uniform keeps boosting unbiased
         return Solution(Importance(CONST, imp.n, imp.g, imp.h), 1.0, 1.0, rate if rate is not None else 1.0)
     if rho is not None:
@@ -315,10 +324,23 @@ def _scan(imp: Importance, owner: str, want_sum: bool,
         smax, n_pos, n_bad, exponent, total = _kernels().scan_totals(*statistics.blocks, want_sum)
     else:
         smax, n_pos, n_bad, exponent, total = _kernels().scan(*imp.args(), want_sum, plain, *scan_blocks(imp.n))
+    _refuse_bad(n_bad, owner)
+    return smax, n_pos, exponent, total
+
+
+def _scan_stored(imp: Importance, owner: str, want_sum: bool,
+                 out: np.ndarray) -> tuple[Importance, tuple[float, int, int, float]]:
+    """:func:`_scan` of importances :func:`_sums_plainly` allows, storing them in ``out``:
+    the BUFFER importance of those doubles and ``(smax, n_pos, exponent, total)``."""
+    smax, n_pos, n_bad, exponent, total = _kernels().scan_store(*imp.args(), want_sum, *scan_blocks(imp.n), out)
+    _refuse_bad(n_bad, owner)
+    return Importance(BUFFER, imp.n, imp.g, imp.h, out), (smax, n_pos, exponent, total)
+
+
+def _refuse_bad(n_bad: int, owner: str) -> None:
     if n_bad:
         raise ValueError(f"{owner}: importance must be finite and non-negative; it has {n_bad} NaN, "
                          "infinite or negative value(s)")
-    return smax, n_pos, exponent, total
 
 
 #: From this many rows on, the rate solve brackets the threshold with a histogram pass
