@@ -224,6 +224,13 @@ def _storage_params(data: Any, params: dict[str, Any]) -> dict[str, Any]:
     Dense storage gives the same bins and trees at one byte per cell, so it is used up to
     2^27 cells, and beyond while that is no more than the bytes of the raw sparse matrix.
     An explicit ``is_enable_sparse`` is always respected.
+
+    Iterations that draw every row fit on this dense copy too, column-wise, which costs
+    several times stock full on wide sparse data (yahoo-like: docs/engine.md, "Sparse
+    storage").  A sparse-binned twin of the copy for them (``reference=`` the copy) gives
+    the same trees but no speed: LightGBM's column-wise sparse histograms walk every stored
+    value per leaf, and its fast sparse path (the multi-value bin) sums per thread block,
+    which the same-model-at-any-thread-count rule cannot take (docs/engine.md).
     """
     shape = getattr(data, "shape", None)
     if "is_enable_sparse" in params or shape is None or len(shape) != 2:

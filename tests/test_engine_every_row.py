@@ -194,3 +194,70 @@ def test_first_iteration_on_the_fresh_booster_needs_no_reset(monkeypatch):
     X, y = _data()
     _train(BASE, X, y, 3, sl.Full())
     assert calls == []
+
+
+# --------------------------------------------------------------------------- sparse input
+#
+# The engine bins sparse input into a dense copy (engine_data._storage_params) and fits every-row
+# iterations on it column-wise: each feature's bins summed in row order, so stock's trees on that
+# storage, at any thread count.  (A sparse storage for these iterations would have to keep that:
+# LightGBM's fast sparse histograms, the multi-value bin, sum per block of rows per thread.)
+
+
+def _sparse(n=2500, seed=0):
+    """CSR with features of every density, stored NaNs (missing values), integer codes
+    (categorical when asked) and negative values."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(seed)
+    cols = []
+    for j in range(12):
+        density = (0.03, 0.12, 0.25, 0.6, 1.0)[j % 5]
+        values = rng.integers(1, 6, size=n).astype(float) if j in (2, 7) else rng.normal(size=n) * (1 + j % 3)
+        if j % 4 == 1:
+            values[rng.random(n) < 0.2] = np.nan
+        cols.append(np.where(rng.random(n) < density, values, 0.0))
+    X = np.column_stack(cols)
+    signal = (np.nan_to_num(X[:, 0]) * 3 + np.nan_to_num(X[:, 4]) - np.nan_to_num(X[:, 1]) + (X[:, 2] == 3)
+              + 0.5 * rng.normal(size=n))
+    return sp.csr_matrix(X), (signal > 0.2).astype(float)
+
+
+@pytest.mark.parametrize("extra, categorical", [
+    ({}, None),
+    ({"num_threads": 2}, None),
+    ({"zero_as_missing": True}, None),
+    ({"use_missing": False, "max_bin": 15}, None),
+    ({}, [2, 7]),
+])
+def test_full_on_sparse_input_equals_stock_column_wise_on_the_engines_storage(kept_counts, extra, categorical):
+    X, y = _sparse()
+    params = {**BASE, **extra}
+    kw = {} if categorical is None else {"categorical_feature": categorical}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ours = sl.train(params, lgb.Dataset(X, y, **kw), 8, sampler=sl.Full()).model_to_string()
+        stock = lgb.train({**params, "force_col_wise": True},
+                          lgb.Dataset(X, y, params={"is_enable_sparse": False}, **kw), 8).model_to_string()
+    assert ours.split("\nparameters:\n")[0] == stock.split("\nparameters:\n")[0]
+    assert kept_counts == [1, 2, 3, 4, 5, 6, 7, 8]
+
+
+def test_auto_rate_reaching_every_row_on_sparse_input_equals_the_reset_path(monkeypatch, kept_counts):
+    X, y = _sparse(4000)
+
+    def make():
+        return sl.Uniform(rate=sl.AdaptiveRate(start=0.25, growth=2.0, window=1, threshold=1e-9))
+
+    kept, reset, counts = _both_paths(monkeypatch, kept_counts, BASE, X, y, 10, make)
+    assert kept == reset
+    assert max(counts) >= 2  # the rate reached 1.0: every-row iterations in a row kept their trees
+
+
+def test_every_row_on_sparse_input_same_model_at_any_thread_count():
+    X, y = _sparse(6000)
+    params = {**BASE, "feature_fraction": 0.8, "seed": 5}
+    for make in (sl.Full, EveryOther):
+        models = {_train({**params, "num_threads": t}, X, y, 6, make()).split("\nparameters:\n")[0]
+                  for t in (1, 2, 3)}
+        assert len(models) == 1  # (the parameters section names the thread count)
