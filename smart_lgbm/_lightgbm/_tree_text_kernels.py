@@ -160,19 +160,21 @@ def scan_plain_tree(buf, keys, key_lengths, ints, info):
     for k in (NUM_LEAVES, NUM_CAT, SPLIT_FEATURE, THRESHOLD, DECISION_TYPE, LEFT_CHILD, RIGHT_CHILD, LEAF_VALUE):
         if info[1 + 2 * k] < 0:
             return False
-    # num_leaves >= 2, num_cat == 0, is_linear absent or 0
-    if not _integers(buf, info[1 + 2 * NUM_LEAVES], info[2 + 2 * NUM_LEAVES], 1, 2, 2147483647, ints, 0):
+    # num_leaves >= 2, num_cat == 0, is_linear absent or 0 (bounds as int64 variables, not
+    # literals: numba would compile _integers once more for each literal combination)
+    one, zero, two, int32_high = np.int64(1), np.int64(0), np.int64(2), np.int64(2147483647)
+    if not _integers(buf, info[1 + 2 * NUM_LEAVES], info[2 + 2 * NUM_LEAVES], one, two, int32_high, ints, zero):
         return False
     num_leaves = ints[0]
-    if not _integers(buf, info[1 + 2 * NUM_CAT], info[2 + 2 * NUM_CAT], 1, 0, 0, ints, 0):
+    if not _integers(buf, info[1 + 2 * NUM_CAT], info[2 + 2 * NUM_CAT], one, zero, zero, ints, zero):
         return False
-    if info[1 + 2 * IS_LINEAR] >= 0 and not _integers(buf, info[1 + 2 * IS_LINEAR], info[2 + 2 * IS_LINEAR], 1, 0, 0,
-                                                     ints, 0):
+    linear = info[1 + 2 * IS_LINEAR]
+    if linear >= 0 and not _integers(buf, linear, info[2 + 2 * IS_LINEAR], one, zero, zero, ints, zero):
         return False
     m = num_leaves - 1
     if 4 * m > ints.shape[0]:
         return False
-    int32_low, int32_high = -2147483648, 2147483647
+    int32_low = np.int64(-2147483648)
     for slot, k, low, high in ((0, SPLIT_FEATURE, int32_low, int32_high), (1, DECISION_TYPE, -128, 127),
                                (2, LEFT_CHILD, int32_low, int32_high), (3, RIGHT_CHILD, int32_low, int32_high)):
         if not _integers(buf, info[1 + 2 * k], info[2 + 2 * k], m, low, high, ints, slot * m):
