@@ -40,7 +40,7 @@ def bitmask_forest(info: np.ndarray, child: np.ndarray, node_value: np.ndarray, 
     # every iteration, so in plain Python on the K roots: numpy's diff and max of a few
     # values cost more than the kernel's work on a 31-leaf tree)
     bounds = [*roots.tolist(), total]
-    if max(b - a for a, b in zip(bounds, bounds[1:])) > 2 * _bk.MAX_LEAVES - 1:
+    if max(b - a for a, b in zip(bounds[:-1], bounds[1:], strict=True)) > 2 * _bk.MAX_LEAVES - 1:
         return None
     # entries: at most one per internal node (K trees of 2L - 1 nodes have (total - K) / 2),
     # and one per column and tree
