@@ -49,6 +49,19 @@ def stream_rng(seed: int, iteration: int, stream: int | None) -> np.random.Gener
     return np.random.Generator(np.random.PCG64(np.random.SeedSequence([seed, iteration], spawn_key=(stream,))))
 
 
+def _kernels() -> Any:
+    from . import _iteration_kernels  # numba loads on first use
+
+    return _iteration_kernels
+
+
+def _plain_float32(values: Any, m: int) -> bool:
+    """Whether ``values`` is a writeable C-contiguous float32 array of shape ``(m,)``: the fast check's
+    form (numba would compile the kernel anew for a read-only or strided array)."""
+    return (isinstance(values, np.ndarray) and values.dtype == np.float32 and values.shape == (m,)
+            and values.flags.c_contiguous and values.flags.writeable)
+
+
 def check_sample(sample: Any, n: int, k: int, sampler: Sampler) -> None:
     """Refuse a malformed sample early, naming the sampler (user samplers included).
 
@@ -77,6 +90,12 @@ def check_sample(sample: Any, n: int, k: int, sampler: Sampler) -> None:
         raise ValueError(f"{sampler!r} returned no rows; a sample needs at least one row")
     if idx.dtype != np.int32:
         raise TypeError(f"{sampler!r} returned indices of dtype {idx.dtype}; expected int32")
+    # the built-in samplers' form (float32 (m,) gradients): one compiled pass answers it all;
+    # anything else, or a sample it does not pass, takes the checks below (and their messages)
+    if (k == 1 and idx.flags.c_contiguous and idx.flags.writeable and _plain_float32(sample.grad, m)
+            and _plain_float32(sample.hess, m)):
+        if _kernels().plain_sample(idx, n, sample.grad, sample.hess):
+            return
     # strictly increasing: sorted and unique at once; then the ends bound every index
     if idx[0] < 0 or idx[-1] >= n or (m > 1 and np.any(idx[1:] <= idx[:-1])):
         raise ValueError(f"{sampler!r} returned indices that are not sorted, unique and in [0, {n})")

@@ -167,6 +167,37 @@ def test_the_engine_and_smart_objective_draw_through_draw_iteration(monkeypatch,
     assert calls == [0, 1, 2, 3]
 
 
+def test_the_compiled_sample_check_answers_as_the_numpy_checks():
+    """check_sample's one-pass kernel (float32 (m,) samples) passes exactly the samples the
+    numpy checks pass; any other goes on to those checks and their messages."""
+    from smart_lgbm import _iteration_kernels
+
+    rng = np.random.default_rng(3)
+    n = 1000
+    for case in range(240):
+        idx = np.sort(rng.choice(n, size=int(rng.integers(1, 60)), replace=False)).astype(np.int32)
+        g, h = rng.normal(size=idx.size).astype(np.float32), rng.random(size=idx.size).astype(np.float32)
+        spoil = case % 8
+        if spoil == 1 and idx.size > 1:
+            idx[-1] = idx[-2]  # a duplicate
+        elif spoil == 2 and idx.size > 1:
+            idx[[0, -1]] = idx[[-1, 0]]  # unsorted
+        elif spoil == 3:
+            idx[0] = -1
+        elif spoil == 4:
+            idx[-1] = n
+        elif spoil in (5, 6):
+            (g if spoil == 5 else h)[int(rng.integers(idx.size))] = [np.nan, np.inf, -np.inf][case % 3]
+        expected = bool(idx[0] >= 0 and idx[-1] < n and np.all(idx[1:] > idx[:-1])
+                        and np.all(np.isfinite(g)) and np.all(np.isfinite(h)))
+        assert _iteration_kernels.plain_sample(idx, n, g, h) == expected, case
+        if expected:
+            check_sample(Sample(idx, g, h), n, 1, Spoiled("x"))
+        else:
+            with pytest.raises(ValueError, match=r"not sorted, unique|NaN or infinite"):
+                check_sample(Sample(idx, g, h), n, 1, Spoiled("x"))
+
+
 def test_float64_sample_gradients_beyond_float32_are_still_refused():
     # the float32 fast path of check_sample skips nothing a float64 sample needs checked
     idx = np.arange(3, dtype=np.int32)

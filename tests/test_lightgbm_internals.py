@@ -362,6 +362,98 @@ def test_parse_tree_one_leaf_defaults_and_refusals(data):
         L.parse_tree(body)
 
 
+def _same_tree(a: L.TreeArrays, b: L.TreeArrays) -> None:
+    for key, value in a.__dict__.items():
+        other = getattr(b, key)
+        if isinstance(value, np.ndarray):
+            assert value.dtype == other.dtype and value.shape == other.shape, key
+            # bit for bit (a float array compared as its bytes: -0.0 and NaN included)
+            assert value.tobytes() == other.tobytes(), key
+        else:
+            assert value == other, key
+
+
+def _trees_of_many_kinds() -> list[str]:
+    """Tree bodies LightGBM writes for numerical trees of many shapes: NaN and zero missing
+    values, default left and right, tiny and huge thresholds and outputs, multiclass."""
+    rng = np.random.default_rng(21)
+    n = 4000
+    X = rng.normal(size=(n, 8)) * np.array([1, 1e-30, 1e30, 1, 1, 1, 1, 1])
+    X[rng.random(n) < 0.15, 3] = np.nan
+    X[rng.random(n) < 0.4, 4] = 0.0
+    X[:, 5] = np.abs(X[:, 5])  # one sign only
+    bodies = []
+    for params, label in (
+        ({"objective": "regression", "num_leaves": 31}, X[:, 0] * 1e12 + np.nan_to_num(X[:, 3])),
+        ({"objective": "binary", "num_leaves": 63, "min_data_in_leaf": 5},
+         ((X[:, 1] > 0) ^ (X[:, 4] == 0)).astype(float)),
+        ({"objective": "multiclass", "num_class": 3, "num_leaves": 7},
+         np.digitize(X[:, 2], [-1e30, 1e30]).astype(float)),
+        ({"objective": "regression", "num_leaves": 15, "zero_as_missing": True}, X[:, 4] - X[:, 5] * 1e-9),
+    ):
+        booster = lgb.train({**params, "verbosity": -1, "learning_rate": 0.37}, lgb.Dataset(X, label), 4)
+        bodies += L.tree_bodies(booster.model_to_string())
+    return bodies
+
+
+def test_parse_tree_fast_path_reads_what_the_general_reading_reads():
+    from smart_lgbm._lightgbm import tree_text
+
+    bodies = _trees_of_many_kinds()
+    assert len(bodies) > 20
+    for body in bodies:
+        fast = tree_text._parse_plain(body)
+        assert fast is not None  # every numerical tree LightGBM writes takes the fast path
+        _same_tree(fast, tree_text._parse_general(body))
+        _same_tree(L.parse_tree(body), fast)
+
+
+def test_numpys_decimal_reader_gives_pythons_doubles():
+    """The fast path converts decimals with np.fromstring: the double float() gives, for the
+    forms LightGBM writes (17 significant digits) and the shortest round-trip form."""
+    rng = np.random.default_rng(5)
+    bits = rng.integers(0, 2**63, size=20000, dtype=np.int64)
+    values = bits.view(np.float64)
+    values = values[np.isfinite(values)]
+    values = np.concatenate([values, rng.normal(size=5000), rng.normal(size=5000) * 1e-310, [0.0, -0.0, 5e-324]])
+    for text in (" ".join(f"{v:.17g}" for v in values), " ".join(repr(float(v)) for v in values)):
+        parsed = np.fromstring(text, dtype=np.float64, sep=" ")
+        assert parsed.tobytes() == np.array([float(t) for t in text.split(" ")]).tobytes()
+
+
+def test_parse_tree_fast_path_leaves_other_bodies_to_the_general_reading(data):
+    from smart_lgbm._lightgbm import tree_text
+
+    X, y = data
+    booster = lgb.train({"objective": "binary", "verbosity": -1, "num_leaves": 4}, lgb.Dataset(X, y), 1)
+    [body] = L.tree_bodies(booster.model_to_string())
+    assert tree_text._parse_plain(body) is not None
+    lines = body.split("\n")
+    threshold = next(line for line in lines if line.startswith("threshold="))
+    others = {
+        "crlf": body.replace("\n", "\r\n"),
+        "repeated key": body.replace(threshold, threshold + "\n" + threshold),
+        "no decision_type": "\n".join(line for line in lines if not line.startswith("decision_type=")),
+        "inf": body.replace(threshold, threshold.rsplit(" ", 1)[0] + " inf"),
+        "plus sign": body.replace("num_leaves=4", "num_leaves=+4"),
+        "not ascii": body.replace("num_cat=0", "num_cat=0\nnote=\u00e9"),
+        "two spaces": body.replace("left_child=", "left_child= "),
+    }
+    for name, text in others.items():
+        assert tree_text._parse_plain(text) is None, name
+        try:
+            expected = tree_text._parse_general(text)
+        except ValueError as exc:
+            with pytest.raises(ValueError, match=re.escape(str(exc))):
+                L.parse_tree(text)
+        else:
+            _same_tree(L.parse_tree(text), expected)
+    # the general reading took the last of a repeated line; a value past an int's range is refused
+    _same_tree(L.parse_tree(others["repeated key"]), tree_text._parse_general(others["repeated key"]))
+    with pytest.raises(ValueError, match="left_child has values outside the range of int32"):
+        L.parse_tree(body.replace("left_child=", "left_child=99999999999999999999", 1))
+
+
 def test_dense_conversion_is_lightgbms():
     rng = np.random.default_rng(2)
     X = rng.normal(size=(400, 3))

@@ -94,6 +94,51 @@ def _tree_array(fields: dict[str, str], key: str, dtype: Any, size: int,
     return values.astype(dtype)
 
 
+#: A numerical tree's (empty) categorical arrays, shared by the trees the fast path reads (nothing can
+#: be written into an empty array; left writeable, as numba compiles read-only arrays apart)
+_NO_CATEGORIES = (np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.uint32))
+_plain: Any = None  # (the scan kernel, its key table and lengths), loaded on first use
+
+
+def _parse_plain(text: str) -> TreeArrays | None:
+    """:func:`parse_tree` of a body in the exact form LightGBM writes a numerical tree of at
+    least two leaves (:mod:`._tree_text_kernels`), or None for any other body.
+
+    One compiled scan reads the integer fields and checks the decimal ones, which numpy's
+    reader then converts: ``np.fromstring`` rounds each value correctly, so it gives the
+    double ``float()`` gives (``tests/test_lightgbm_internals.py`` pins that), and on such
+    bodies the arrays equal :func:`_parse_general`'s.
+    """
+    global _plain
+    if _plain is None:
+        from . import _tree_text_kernels as kernels  # numba loads on first use
+
+        _plain = (kernels.scan_plain_tree, *kernels.key_table(), kernels.INFO_SIZE, kernels.THRESHOLD,
+                  kernels.LEAF_VALUE)
+    scan, keys, key_lengths, info_size, threshold_key, leaf_value_key = _plain
+    try:
+        raw = text.encode("ascii")
+    except UnicodeEncodeError:
+        return None
+    buf = np.frombuffer(raw, dtype=np.uint8)
+    ints = np.empty(buf.shape[0] // 2 + 4, dtype=np.int64)
+    info = np.empty(info_size, dtype=np.int64)
+    if not scan(buf, keys, key_lengths, ints, info):
+        return None
+    num_leaves = int(info[0])
+    m = num_leaves - 1
+    # (spans of ASCII text: byte offsets are character offsets)
+    threshold = np.fromstring(text[info[1 + 2 * threshold_key]:info[2 + 2 * threshold_key]], dtype=np.float64,
+                              sep=" ")
+    leaf_value = np.fromstring(text[info[1 + 2 * leaf_value_key]:info[2 + 2 * leaf_value_key]], dtype=np.float64,
+                               sep=" ")
+    if threshold.shape[0] != m or leaf_value.shape[0] != num_leaves:  # (the scan checked the counts)
+        return None
+    split_feature, left_child, right_child = (ints[s * m:(s + 1) * m].astype(np.int32) for s in (0, 2, 3))
+    return TreeArrays(num_leaves, 0, split_feature, threshold, ints[m:2 * m].astype(np.int8), left_child,
+                      right_child, leaf_value, *_NO_CATEGORIES)
+
+
 def parse_tree(text: str) -> TreeArrays:
     """Read one tree body (as :func:`tree_bodies` returns it) into numpy arrays.
 
@@ -108,6 +153,12 @@ def parse_tree(text: str) -> TreeArrays:
         For a linear tree (``is_linear=1``: its leaves are linear models of the
         features, which the walk does not evaluate) or malformed text.
     """
+    tree = _parse_plain(text)
+    return tree if tree is not None else _parse_general(text)
+
+
+def _parse_general(text: str) -> TreeArrays:
+    """:func:`parse_tree` for any body: field by field, with every check and its message."""
     fields = _tree_fields(text)
     for key in ("num_leaves", "num_cat"):
         if key not in fields:

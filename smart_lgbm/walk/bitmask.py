@@ -37,11 +37,14 @@ def bitmask_forest(info: np.ndarray, child: np.ndarray, node_value: np.ndarray, 
     total = info.shape[0]
     k = roots.shape[0]
     # a tree of L leaves has 2L - 1 nodes: refuse before allocating the tables (this runs
-    # every iteration; forests of larger trees never use them)
-    if int(np.max(np.diff(roots, append=total))) > 2 * _bk.MAX_LEAVES - 1:
+    # every iteration, so in plain Python on the K roots: numpy's diff and max of a few
+    # values cost more than the kernel's work on a 31-leaf tree)
+    bounds = [*roots.tolist(), total]
+    if max(b - a for a, b in zip(bounds[:-1], bounds[1:], strict=True)) > 2 * _bk.MAX_LEAVES - 1:
         return None
-    # entries: at most one per internal node, and one per column and tree
-    entries = min(total, k * num_columns)
+    # entries: at most one per internal node (K trees of 2L - 1 nodes have (total - K) / 2),
+    # and one per column and tree
+    entries = min((total - k) // 2, k * num_columns)
     tstart = np.empty(k + 1, np.int64)
     tcol = np.empty(entries, np.int64)
     table = np.empty(_bk.NUM_CODES * entries, np.uint64)
