@@ -219,8 +219,8 @@ def _storage_params(data: Any, params: dict[str, Any]) -> dict[str, Any]:
     Sparse feature groups make LightGBM copy rows slowly into each sample's subset and
     rebuild a multi-value bin every time a Booster's training data changes: per iteration
     they cost more than the tree (470,000 x 700 CSR at rate 0.1, docs/results/
-    profile_engine_parts.md: subset and reset 125 ms sparse, 10 ms dense; the tree itself
-    17 ms sparse, 50 ms dense).
+    profile_engine_parts.md: subset and reset 139 ms sparse, 11 ms dense; the tree itself
+    21 ms sparse, 52 ms dense).
     Dense storage gives the same bins and trees at one byte per cell, so it is used up to
     2^27 cells, and beyond while that is no more than the bytes of the raw sparse matrix.
     An explicit ``is_enable_sparse`` is always respected.
