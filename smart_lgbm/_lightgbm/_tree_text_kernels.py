@@ -51,19 +51,27 @@ def _digits(buf, i, end):
     return i
 
 
+@njit(cache=True, inline="always")
+def _value_start(buf, i, end, j):
+    """Where value ``j`` of a field starts, past its separating space (values after the
+    first) and its minus sign: ``(position, negative)``, position -1 when no space is there."""
+    if j > 0:
+        if i >= end or buf[i] != _SPACE:
+            return -1, False
+        i += 1
+    negative = i < end and buf[i] == _MINUS
+    return (i + 1 if negative else i), negative
+
+
 @njit(cache=True)
 def _integers(buf, start, end, size, low, high, out, offset):
     """Exactly ``size`` plain integers in ``[low, high]`` from ``buf[start:end]`` into
     ``out[offset:offset + size]``; False when the field is not in that form."""
     i = start
     for j in range(size):
-        if j > 0:
-            if i >= end or buf[i] != _SPACE:
-                return False
-            i += 1
-        negative = i < end and buf[i] == _MINUS
-        if negative:
-            i += 1
+        i, negative = _value_start(buf, i, end, j)
+        if i < 0:
+            return False
         stop = _digits(buf, i, end)
         if stop == i or stop - i > _MAX_DIGITS:
             return False
@@ -84,12 +92,9 @@ def _decimals(buf, start, end, size):
     """Whether ``buf[start:end]`` holds exactly ``size`` plain decimal numbers."""
     i = start
     for j in range(size):
-        if j > 0:
-            if i >= end or buf[i] != _SPACE:
-                return False
-            i += 1
-        if i < end and buf[i] == _MINUS:
-            i += 1
+        i, _ = _value_start(buf, i, end, j)
+        if i < 0:
+            return False
         stop = _digits(buf, i, end)
         if stop == i:
             return False

@@ -304,6 +304,17 @@ def scan(kind, n, g, h, buf, lam, want_sum, plain, bmax, bpos, bbad, bexp, bsum)
     return scan_totals(bmax, bpos, bbad, bexp, bsum, want_sum)
 
 
+@njit(cache=True, inline="always")
+def _block_rows(g, h, buf, lo, hi):
+    """Views of rows ``lo:hi`` of ``g``, ``h`` and ``buf`` (an empty array stays whole: a kind
+    that does not read it).  The block loops index these from 0: indexed from the block's
+    first row they ran slower (development run, 1M rows, one thread)."""
+    gb = g[lo:hi] if g.shape[0] > 0 else g
+    hb = h[lo:hi] if h.shape[0] > 0 else h
+    bb = buf[lo:hi] if buf.shape[0] > 0 else buf
+    return gb, hb, bb
+
+
 @row_kernel(rows=1)
 def scan_store(kind, n, g, h, buf, lam, want_sum, bmax, bpos, bbad, bexp, bsum, out):
     """:func:`scan` of importances it may sum plainly, storing each ``s_i`` in ``out``.
@@ -318,9 +329,7 @@ def scan_store(kind, n, g, h, buf, lam, want_sum, bmax, bpos, bbad, bexp, bsum, 
     for b in prange(nb):
         lo = b * BLOCK
         hi = min(n, lo + BLOCK)
-        gb = g[lo:hi] if g.shape[0] > 0 else g
-        hb = h[lo:hi] if h.shape[0] > 0 else h
-        bb = buf[lo:hi] if buf.shape[0] > 0 else buf
+        gb, hb, bb = _block_rows(g, h, buf, lo, hi)
         ob = out[lo:hi]
         for j in range(hi - lo):
             ob[j] = _score(kind, gb, hb, bb, lam, j)
@@ -469,17 +478,14 @@ def draw(kind, n, g, h, buf, lam, c1, c2, rho, key, scratch, counts):
     """Bernoulli draw: block ``b``'s drawn rows go, in order, to ``scratch[b * BLOCK:]``.
 
     Writes the number drawn per block into ``counts`` (int64, one per ``BLOCK`` rows,
-    allocated by the caller: see :func:`scan`).  Each block reads views of its own rows indexed
-    from 0 (indexed from the block's first row the loop ran slower: development run, 1M
-    rows, one thread).
+    allocated by the caller: see :func:`scan`).  Each block reads views of its own rows
+    (:func:`_block_rows`).
     """
     nb = (n + BLOCK - 1) // BLOCK
     for b in prange(nb):
         lo = b * BLOCK
         hi = min(n, lo + BLOCK)
-        gb = g[lo:hi] if g.shape[0] > 0 else g
-        hb = h[lo:hi] if h.shape[0] > 0 else h
-        bb = buf[lo:hi] if buf.shape[0] > 0 else buf  # (a BUFFER importance: n values)
+        gb, hb, bb = _block_rows(g, h, buf, lo, hi)
         out = scratch[lo:hi]
         c = 0
         for j in range(hi - lo):
