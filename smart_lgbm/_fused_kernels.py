@@ -36,7 +36,7 @@ from numba import njit, prange
 from ._twins import row_kernel
 
 from .losses._kernels import binary_row, l2_row, softmax_row
-from .samplers._kernels import BLOCK, _any_kind, norm_row, scan_row
+from .samplers._kernels import BLOCK, _any_kind, norm_row, scan_row, scan_values
 from .samplers.compiled import FIRST
 from .samplers.compiled import STATS_NORMS as NORMS
 from .samplers.compiled import STATS_SCAN as SCAN
@@ -137,14 +137,8 @@ def one_column(n, raw, loss, sign, label, weight, param, grad, hess, stats, kind
         # the block's statistics, from its float32 g, h while they are in cache (folded
         # into the loop above they cost twice as much: the sums wait on every exp call)
         if stats == SCAN:
-            mx = 0.0
-            pos = 0
-            bad = 0
-            acc = 0.0
-            for j in range(m):
-                # _score of FIRST (|g|) or SECOND (h) for one column
-                s = abs(np.float64(gg[j])) if kind == FIRST else np.float64(hh[j])
-                mx, pos, bad, acc = scan_row(s, mx, pos, bad, acc)
+            # _score of FIRST (|g|) or SECOND (h) for one column
+            mx, pos, bad, acc = scan_values(gg if kind == FIRST else hh, kind == FIRST)
             bmax[b] = mx
             bpos[b] = pos
             bbad[b] = bad

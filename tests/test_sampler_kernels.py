@@ -269,6 +269,72 @@ def test_mvs_scan_in_one_pass_gives_the_scaled_scans_bits(num_class):
     assert not _sums_plainly(Importance(MVS, n, gg.astype(np.float64), hh.astype(np.float64), lam=0.7))
 
 
+def _scan_reference(values):
+    """Per block of ``BLOCK`` rows: (largest, positives, bad, plain sum in row order) of
+    the importances, written row by row in Python, scan_row's rule."""
+    from smart_lgbm.samplers.compiled import BLOCK
+
+    out: list[tuple[float, int, int, float]] = []
+    for lo in range(0, len(values), BLOCK):
+        mx, pos, bad, acc = 0.0, 0, 0, 0.0
+        for s in values[lo:lo + BLOCK].tolist():
+            ok = s > 0.0 and s != np.inf
+            mx = max(mx, s if ok else 0.0)
+            pos += ok
+            bad += (not ok) and s != 0.0
+            acc += s if ok else 0.0
+        out.append((mx, pos, bad, acc))
+    return out
+
+
+def test_block_scans_take_the_fast_loop_only_where_it_gives_scan_rows_values():
+    # the scans sum a block in one fast loop and fall back to scan_row's where a NaN,
+    # infinite or negative importance (or an overflowing sum) is in it: each block must
+    # give the reference's values bit for bit, clean or not, through every kernel that scans
+    from smart_lgbm import _fused_kernels as fk
+    from smart_lgbm.samplers import _kernels as k
+    from smart_lgbm.samplers.compiled import BLOCK, FIRST, STATS_SCAN, buffer_importance, scan_blocks
+
+    rng = np.random.default_rng(5)
+    n = 8 * BLOCK + 123
+    values = rng.gamma(0.5, size=n) * np.exp2(rng.integers(-30, 30, n))
+    values[rng.random(n) < 0.1] = 0.0
+    dirty = {1: np.nan, 2: np.inf, 3: -1.5, 4: -0.0, 6: -np.inf}
+    for block, value in dirty.items():
+        values[block * BLOCK + 17] = value
+    values[5 * BLOCK:5 * BLOCK + 3] = np.finfo(np.float64).max  # finite, but the block's sum overflows
+    expected = _scan_reference(values)
+    got = []
+    bmax, bpos, bbad, bexp, bsum = scan_blocks(n)
+    imp = buffer_importance(values, n, "test")
+    k.scan(*imp.args(), True, True, bmax, bpos, bbad, bexp, bsum)
+    got.append(list(zip(bmax.tolist(), bpos.tolist(), bbad.tolist(), bsum.tolist())))
+    bmax, bpos, bbad, bexp, bsum = scan_blocks(n)
+    out = np.empty(n)
+    k.scan_store(*imp.args(), True, bmax, bpos, bbad, bexp, bsum, out)
+    got.append(list(zip(bmax.tolist(), bpos.tolist(), bbad.tolist(), bsum.tolist())))
+    for got_blocks in got:
+        assert len(got_blocks) == len(expected)
+        for block, (a, b) in enumerate(zip(got_blocks, expected)):
+            assert np.asarray(a).tobytes() == np.asarray(b, dtype=np.float64).tobytes() or \
+                (a[1:3] == b[1:3] and np.array_equal(a, b, equal_nan=True)), (block, a, b)
+    assert [e[2] for e in expected[:7]] == [0, 1, 1, 1, 0, 0, 1]  # the dirty blocks are dirty
+    # the fused pass's fold over float32 gradients (|g|, FirstOrder's importance)
+    with np.errstate(over="ignore"):
+        g = values.astype(np.float32)  # the largest doubles become inf
+    ref32 = _scan_reference(np.abs(g.astype(np.float64)))
+    nb = len(ref32)
+    bmax, bsum = np.zeros(nb), np.zeros(nb)
+    bpos, bbad = np.zeros(nb, np.int64), np.zeros(nb, np.int64)
+    grad, hess = np.empty(n, np.float32), np.empty(n, np.float32)
+    fk.one_column(n, np.zeros(n), fk.L2, np.empty(0, np.int8), -g.astype(np.float64), np.empty(0), 0.0, grad, hess,
+                  STATS_SCAN, FIRST, bmax, bpos, bbad, bsum, np.zeros((nb, 2)))
+    assert np.array_equal(grad, g.astype(np.float64).astype(np.float32), equal_nan=True)
+    fused = list(zip(bmax.tolist(), bpos.tolist(), bbad.tolist(), bsum.tolist()))
+    for block, (a, b) in enumerate(zip(fused, ref32)):
+        assert a[1:3] == b[1:3] and np.array_equal(a, b, equal_nan=True), (block, a, b)
+
+
 @pytest.mark.parametrize("n, rate", [(5000, 0.2), ((1 << 17) + 5, 0.4)], ids=["rounds", "histogram"])
 def test_mvs_stored_importances_give_the_recomputed_draw(n, rate):
     # with a workspace MVS's scan stores its square roots and the later passes read them:

@@ -235,6 +235,50 @@ def scan_row(s, mx, pos, bad, acc):
             acc + (s if ok else 0.0))
 
 
+@njit(cache=True, inline="always")
+def _clean_row(s, mx, pos, nonzero, acc):
+    """:func:`scan_row` for a block of finite, non-negative importances (see :func:`_scanned`)."""
+    return (s if s > mx else mx), pos + np.int64(s > 0.0), nonzero + np.int64(s != 0.0), acc + s
+
+
+@njit(cache=True, inline="always")
+def _scanned(mx, pos, nonzero, acc):
+    """Whether a block summed by :func:`_clean_row` gives :func:`scan_row`'s values.
+
+    A block of finite, non-negative importances (the usual case) does: every row is then
+    either positive or zero, its ``max`` and its sum are the plain ones, and adding a zero
+    leaves the sum's bits as they were.  A NaN or negative value makes ``nonzero``
+    exceed ``pos``, an infinite one (or a sum that overflows) makes ``acc`` infinite;
+    such a block is scanned again by :func:`scan_row`.  The fast loop is about twice as
+    fast: it has no ``isinf`` test and no selects in the sum's serial chain (development
+    run, 1.2M float32 rows, 2 threads: 0.39 against 0.87 ms).
+    """
+    return nonzero == pos and acc < math.inf and mx < math.inf
+
+
+@njit(cache=True, inline="always")
+def scan_values(v, absolute):
+    """A block's ``(largest, positives, bad, plain sum)`` of the values ``v`` (``|v|`` if
+    ``absolute``), as :func:`scan_row` forms them in row order."""
+    mx = 0.0
+    pos = 0
+    nonzero = 0
+    acc = 0.0
+    for j in range(v.shape[0]):
+        s = abs(np.float64(v[j])) if absolute else np.float64(v[j])
+        mx, pos, nonzero, acc = _clean_row(s, mx, pos, nonzero, acc)
+    if _scanned(mx, pos, nonzero, acc):
+        return mx, pos, 0, acc
+    mx = 0.0
+    pos = 0
+    bad = 0
+    acc = 0.0
+    for j in range(v.shape[0]):
+        s = abs(np.float64(v[j])) if absolute else np.float64(v[j])
+        mx, pos, bad, acc = scan_row(s, mx, pos, bad, acc)
+    return mx, pos, bad, acc
+
+
 @njit(cache=True)
 def scan_totals(bmax, bpos, bbad, bexp, bsum, want_sum):
     """:func:`scan`'s answer from its per-block values, combined in block order.
@@ -282,10 +326,17 @@ def scan(kind, n, g, h, buf, lam, want_sum, plain, bmax, bpos, bbad, bexp, bsum)
         hi = min(n, lo + BLOCK)
         mx = 0.0
         pos = 0
-        bad = 0
+        nonzero = 0
         acc = 0.0
         for i in range(lo, hi):
-            mx, pos, bad, acc = scan_row(_score(kind, g, h, buf, lam, i), mx, pos, bad, acc)
+            mx, pos, nonzero, acc = _clean_row(_score(kind, g, h, buf, lam, i), mx, pos, nonzero, acc)
+        bad = 0
+        if not _scanned(mx, pos, nonzero, acc):
+            mx = 0.0
+            pos = 0
+            acc = 0.0
+            for i in range(lo, hi):
+                mx, pos, bad, acc = scan_row(_score(kind, g, h, buf, lam, i), mx, pos, bad, acc)
         bmax[b] = mx
         bpos[b] = pos
         bbad[b] = bad
@@ -333,12 +384,7 @@ def scan_store(kind, n, g, h, buf, lam, want_sum, bmax, bpos, bbad, bexp, bsum, 
         ob = out[lo:hi]
         for j in range(hi - lo):
             ob[j] = _score(kind, gb, hb, bb, lam, j)
-        mx = 0.0
-        pos = 0
-        bad = 0
-        acc = 0.0
-        for j in range(hi - lo):
-            mx, pos, bad, acc = scan_row(ob[j], mx, pos, bad, acc)
+        mx, pos, bad, acc = scan_values(ob, False)
         bmax[b] = mx
         bpos[b] = pos
         bbad[b] = bad
