@@ -12,7 +12,7 @@ _lightgbm.check_version()
 from ._version import __version__  # noqa: E402
 from .callback import record_sampling  # noqa: E402
 from .engine import train  # noqa: E402
-from .exceptions import IterationNotSplitWarning, NoMoreSplitsWarning, SmartLGBMWarning  # noqa: E402
+from .exceptions import IterationNotSplitWarning, NoMoreSplitsWarning, SlowPathWarning, SmartLGBMWarning  # noqa: E402
 from .samplers import (  # noqa: E402
     AdaptiveRate,
     MVS,
@@ -37,6 +37,7 @@ __all__ = [
     "IterationNotSplitWarning",
     "LossBased",
     "NoMoreSplitsWarning",
+    "SlowPathWarning",
     "ProbabilitySampler",
     "Sample",
     "Sampler",

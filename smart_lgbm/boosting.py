@@ -50,6 +50,7 @@ import numpy as np
 
 from . import _lightgbm, fused
 from .engine_data import EngineSet
+from .exceptions import SlowPathWarning
 from .iteration import draw_iteration
 from .losses.base import Loss, Target
 from .params import ENGINE_ONLY, LOSS_AND_METRIC_PARAMS, EngineConfig, canonicalize, check_seed, refuse_unsupported
@@ -340,7 +341,7 @@ class BoostingRun:
                 f"no raw features in memory for {names} (built from a file, or constructed with free_raw_data=True): "
                 "their scores are updated through LightGBM's binned predictor, which is slower than the engine's "
                 "walk over raw features; keep the raw data (lightgbm.Dataset(X, y) unconstructed, or "
-                "free_raw_data=False) for the fast path", stacklevel=4)
+                "free_raw_data=False) for the fast path", SlowPathWarning, stacklevel=4)
 
     def _leaf_buffer(self) -> np.ndarray:
         if self._leaves is None:

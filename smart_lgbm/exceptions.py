@@ -8,7 +8,7 @@ catch them.
 
 from __future__ import annotations
 
-__all__ = ["IterationNotSplitWarning", "NoMoreSplitsWarning", "SmartLGBMWarning"]
+__all__ = ["IterationNotSplitWarning", "NoMoreSplitsWarning", "SlowPathWarning", "SmartLGBMWarning"]
 
 
 class SmartLGBMWarning(UserWarning):
@@ -25,3 +25,10 @@ class NoMoreSplitsWarning(IterationNotSplitWarning):
     """An iteration could not split and training stopped there: the sampler and the trees
     draw nothing at random, so every later iteration would repeat it (LightGBM's "no more
     leaves that meet the split requirements")."""
+
+
+class SlowPathWarning(SmartLGBMWarning):
+    """A set's scores are updated through LightGBM's binned predictor, which is slower than
+    the engine's walk: its raw features are not in memory (a Dataset built from a file, or
+    constructed with ``free_raw_data=True``).  Issued once per run; the models are the same
+    either way."""

@@ -643,3 +643,28 @@ def test_walked_scores_are_the_saved_models_predictions(layout):
     assert booster.num_trees() == 30
     assert any(t["tree_structure"].get("decision_type") == "==" or "==" in str(t) for t in
                booster.dump_model()["tree_info"])  # the categorical column was split on as one
+
+
+def test_a_set_without_raw_features_is_scored_by_lightgbm_and_said_once_by_class(a9a_small, tmp_path):
+    # a validation set loaded from LightGBM's binary file has no raw features: its scores
+    # come from LightGBM's binned predictor (the same values), and the run says so once,
+    # as a SlowPathWarning that callers can filter by type
+    import warnings
+
+    (X, y), (Xt, yt) = a9a_small
+    params = {**BASE, "objective": "binary"}
+    train = lgb.Dataset(X, y, params={"verbosity": -1})
+    lgb.Dataset(Xt, yt, reference=train).save_binary(str(tmp_path / "valid.bin"))
+    valid = lgb.Dataset(str(tmp_path / "valid.bin"), reference=train)
+    res: dict = {}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model = sl.train(params, train, 8, sampler=sl.FirstOrder(rate=0.3), valid_sets=[valid],
+                         callbacks=[lgb.record_evaluation(res)])
+    slow = [w for w in caught if issubclass(w.category, sl.SlowPathWarning)]
+    assert len(slow) == 1 and issubclass(sl.SlowPathWarning, sl.SmartLGBMWarning)
+    assert "binned predictor" in str(slow[0].message)
+    # the tracked validation scores are the saved model's: its log-loss after the last tree
+    p = model.predict(Xt)
+    expected = -np.mean(yt * np.log(p) + (1 - yt) * np.log(1 - p))
+    assert res["valid_0"]["binary_logloss"][-1] == pytest.approx(expected, rel=1e-9)
