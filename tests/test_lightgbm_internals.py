@@ -84,6 +84,21 @@ def test_split_and_assemble_round_trip(data):
     assert again.model_to_string() == text
 
 
+def test_assemble_model_string_counts_tree_sizes_in_utf8_bytes(data):
+    # LightGBM splits the trees by tree_sizes, in bytes: a body with a non-ASCII character
+    # (never written by LightGBM, but a count in characters would be silently wrong) is
+    # counted as its UTF-8 encoding, and the pieces are joined in order.
+    X, y = data
+    header, trees, parameters = L.split_model_string(
+        lgb.train({"objective": "binary", "verbosity": -1}, lgb.Dataset(X, y), 2).model_to_string())
+    bodies = [trees[0], trees[1] + "\u00e9"]
+    text = L.assemble_model_string(header, bodies, None, parameters, 1, None)
+    sizes = [int(v) for v in re.search(r"^tree_sizes=(.*)$", text, re.MULTILINE).group(1).split(" ")]
+    chunks = [f"Tree={i}\n{body}" for i, body in enumerate(bodies)]
+    assert sizes == [len(c.encode("utf-8")) for c in chunks] and sizes[1] == len(chunks[1]) + 1
+    assert "".join(chunks) + "end of trees\n\n" + parameters in text
+
+
 def test_fold_bias_equals_lightgbm_add_bias(data):
     X, y = data
     # stock: the first tree carries the boost-from-average score (Tree::AddBias)

@@ -156,18 +156,30 @@ def assemble_model_string(
         out_header.append(line)
         if line.startswith("max_feature_idx=") and objective_line:
             out_header.append(f"objective={objective_line}")
-    chunks = [f"Tree={i}\n{body}" for i, body in enumerate(trees)]
-    sizes = " ".join(str(len(c.encode("utf-8"))) for c in chunks)
+    # One join over the tree bodies themselves: the model text is built once, beside the
+    # trees, with no intermediate copy of all trees (each would be as large as the model;
+    # at the end of a run the copies made the process's peak memory).
+    heads = [f"Tree={i}\n" for i in range(len(trees))]
+    sizes = " ".join(str(len(head) + _utf8_length(body)) for head, body in zip(heads, trees, strict=True))
     if objective_line:
         parameters = set_parameter_line(parameters, "objective", objective_line.split(" ")[0])
     if metric is not None:
         parameters = set_parameter_line(parameters, "metric", ",".join(metric))
-    text = "\n".join(out_header) + f"\ntree_sizes={sizes}\n\n" + "".join(chunks) + "end of trees\n"
+    pieces = ["\n".join(out_header), f"\ntree_sizes={sizes}\n\n"]
+    for head, body in zip(heads, trees, strict=True):
+        pieces += (head, body)
+    pieces.append("end of trees\n")
     if parameters:
-        text += "\n" + parameters
+        pieces += ("\n", parameters)
     if pandas_categorical is not None:
-        text += _basic._dump_pandas_categorical(pandas_categorical)
-    return text
+        pieces.append(_basic._dump_pandas_categorical(pandas_categorical))
+    return "".join(pieces)
+
+
+def _utf8_length(text: str) -> int:
+    """Bytes of ``text`` in UTF-8 (LightGBM's ``tree_sizes`` count bytes), without encoding
+    the usual all-ASCII tree body."""
+    return len(text) if text.isascii() else len(text.encode("utf-8"))
 
 
 def model_with_objective(model: str, objective_line: str, num_class: int, bias: np.ndarray | None,
