@@ -19,6 +19,7 @@ import smart_lgbm.losses._kernels  # noqa: F401
 import smart_lgbm.walk._encode_kernels  # noqa: F401
 import smart_lgbm.walk._bitmask_kernels  # noqa: F401
 import smart_lgbm.walk._kernels  # noqa: F401
+import smart_lgbm.samplers._adaptive_kernels  # noqa: F401
 from smart_lgbm import _twins
 from smart_lgbm.samplers import _kernels as k
 from smart_lgbm.samplers.compiled import BUFFER, CONST, FIRST, KIND_MARKERS, MVS, SECOND, n_blocks, scan_blocks
@@ -104,6 +105,24 @@ def test_sampler_kernels_twins_give_the_same_bits(num_class):
     assert _bits(k.trim_counts.serial(n, w, tau)) == _bits(k.trim_counts.parallel(n, w, tau))
 
 
+def test_adaptive_leaf_sums_twins_give_the_same_bits():
+    """The adaptive rate's per-leaf sums over several blocks of drawn rows, at a width guess
+    below the leaves (the caller's second call) and at it."""
+    from smart_lgbm.samplers import _adaptive_kernels as ak
+
+    rng = np.random.default_rng(6)
+    n, m = 5 * k.BLOCK, 3 * k.BLOCK + 1234
+    idx = np.sort(rng.choice(n, m, replace=False)).astype(np.int32)
+    hess = np.abs(_heavy_tailed(rng, n))[:, 0]
+    fit_grad = _heavy_tailed(rng, m)[:, 0]
+    fit_hess = (hess[idx] / rng.uniform(0.05, 1.0, m)).astype(np.float32)
+    leaves = rng.integers(0, 40, n).astype(np.int32)
+    for width in (8, 40):
+        for constant in ((0.0, False), (0.3, True)):
+            args = (idx, fit_grad, fit_hess, hess, leaves, *constant, width)
+            assert _bits(ak.leaf_sums_one_column.serial(*args)) == _bits(ak.leaf_sums_one_column.parallel(*args))
+
+
 def _train(X, y, params, sampler, valid=None, rounds=3):
     train = lgb.Dataset(X, y, params={"max_bin": 63})
     sets = [] if valid is None else [lgb.Dataset(valid[0], valid[1], reference=train)]
@@ -138,6 +157,7 @@ CASES = {
 }
 #: Kernels whose twins the direct and walk tests below compare.
 DIRECT = {"scan", "scan_store", "scaled_histogram", "cap_round", "closest_row", "probabilities", "draw", "norm_sums", "leaf_means",
+          "leaf_sums_one_column",
           "trim_histogram", "trim_counts", "encode_sparse", "walk_dense", "walk_sparse", "walk_codes"}
 
 
