@@ -218,12 +218,13 @@ def test_a_guess_at_histogram_sizes_gives_the_cold_solves_rho_bit_for_bit(spectr
     from smart_lgbm.samplers import compiled
 
     monkeypatch.setattr(compiled, "_HISTOGRAM_ROWS", 0)  # the histogram path at a test's size
-    settled = []
+    settled, scanned = [], []
     real = compiled._settle_from_guess
 
     def spy(*args):
         result = real(*args)
         settled.append(result is not None)
+        scanned.append(args[-1] is not None)  # the window came from MVS's scan
         return result
 
     monkeypatch.setattr(compiled, "_settle_from_guess", spy)
@@ -242,12 +243,16 @@ def test_a_guess_at_histogram_sizes_gives_the_cold_solves_rho_bit_for_bit(spectr
                 for guess in guesses:
                     warm = compiled.solve(imp, rate, None, "test", start=guess)
                     assert (warm.c1, warm.c2, warm.rho) == (cold.c1, cold.c2, cold.rho), (name, rate, drift, guess)
-                    if name == "mvs":  # the sampler's path: importances stored by the scan, read as a buffer
-                        stored = compiled.solve(imp, rate, None, "test", start=guess, workspace=compiled.Workspace())
+                    if name == "mvs":  # the sampler's path: the scan stores the importances (and gathers
+                        # the window when the previous solve, in the same workspace, capped rows)
+                        workspace = compiled.Workspace()
+                        compiled.solve(before[name], rate, None, "test", workspace=workspace)
+                        stored = compiled.solve(imp, rate, None, "test", start=guess, workspace=workspace)
                         assert (stored.c1, stored.c2, stored.rho) == (cold.c1, cold.c2, cold.rho)
     assert settled  # (a spectrum with capped rows at some rate)
     if spectrum in CONTINUOUS:  # without ties a guess near the root settles the solve
         assert sum(settled) >= len(settled) // 2, (sum(settled), len(settled))
+        assert any(s and w for s, w in zip(settled, scanned, strict=True))
 
 
 def test_sampler_starts_from_the_previous_iteration_only(rng, monkeypatch):

@@ -211,7 +211,9 @@ def solve(imp: Importance, rate: float | None, rho: float | None, owner: str, ma
     """
     window = None
     if workspace is not None and imp.kind == MVS and _sums_plainly(imp):
-        if rho is None and start is not None and imp.n >= _HISTOGRAM_ROWS:  # the solve's first pass, in the scan
+        # the solve's first pass, in the scan; only when the last solve capped rows (else the
+        # solve most likely ends at the scan, and the gathering would cost ~1 ms for nothing)
+        if rho is None and start is not None and imp.n >= _HISTOGRAM_ROWS and workspace.value("capped"):
             window = Window.around(start, workspace.array("draw", imp.n, np.int32))
         imp, (smax, n_pos, exponent, total) = _scan_stored(imp, owner, rho is None,
                                                            workspace.array("importance", imp.n, np.float64), window)
@@ -225,6 +227,8 @@ def solve(imp: Importance, rate: float | None, rho: float | None, owner: str, ma
     _SOLVE_LAYOUTS.add((imp.kind, _layout(imp.g), _layout(imp.h), _layout(imp.buf)))
     scratch = None if workspace is None else workspace.array("draw", imp.n, np.int32)  # (free until the draw)
     c1, c2, solved = _rate_rho(imp, rate * imp.n, n_pos, smax, exponent, total, max_rounds, start, scratch, window)
+    if workspace is not None:
+        workspace.keep("capped", solved * ((smax * c1) * c2) >= 1.0)
     return Solution(imp, c1, c2, solved, _unscaled(solved, exponent))
 
 
