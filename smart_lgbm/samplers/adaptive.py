@@ -367,12 +367,14 @@ def leaf_noise_sums(indices: np.ndarray, fit_grad: np.ndarray, fit_hess: np.ndar
             and fit_grad.dtype.kind == fit_hess.dtype.kind == hess.dtype.kind == "f":
         # one output column (binary, regression, ranking): one compiled pass, the same doubles
         from ._adaptive_kernels import leaf_sums_one_column
+        from .compiled import BLOCK
 
         args = (indices, fit_grad[:, 0], fit_hess[:, 0], hess.reshape(hess.shape[0], -1)[:, 0], leaf_view[:, 0],
                 0.0 if constant_p is None else float(constant_p), constant_p is not None)
-        sums, top = leaf_sums_one_column(*args, max(int(width), 1))
+        nb = -(-indices.shape[0] // BLOCK)
+        sums, top = leaf_sums_one_column(*args, np.zeros((nb, NUM_SUMS, max(int(width), 1))), np.empty(nb, np.int64))
         if top >= sums.shape[1]:  # more leaves than the guess: again, as wide as they are
-            sums, top = leaf_sums_one_column(*args, int(top) + 1)
+            sums, top = leaf_sums_one_column(*args, np.zeros((nb, NUM_SUMS, int(top) + 1)), np.empty(nb, np.int64))
         return sums[:, : int(top) + 1].copy()
     if constant_p is not None:
         p = np.full(indices.shape[0], constant_p)
