@@ -556,6 +556,31 @@ def test_compiled_leaf_sums_are_numpys_doubles(constant_p):
     assert compiled_sums.tobytes() == numpy_sums.tobytes()
 
 
+@pytest.mark.parametrize("width", [1, 7, 31, 200])
+def test_compiled_leaf_sums_add_fixed_blocks_of_drawn_rows_in_order(width):
+    """Past ``BLOCK`` drawn rows the compiled pass runs in parallel over fixed blocks of
+    ``BLOCK`` drawn rows: each block's sums are numpy's bincount doubles over its rows, the
+    blocks added in order (the same bits at any number of threads); the width guess
+    changes nothing."""
+    from smart_lgbm.samplers.compiled import BLOCK
+
+    rng = np.random.default_rng(8)
+    n, m = 5 * BLOCK, 3 * BLOCK + 999
+    indices = np.sort(rng.choice(n, m, replace=False)).astype(np.int32)
+    hess = rng.gamma(0.5, size=(n, 1)).astype(np.float32)
+    p = np.minimum(1.0, rng.uniform(0.05, 1.5, size=m))
+    fit_grad = (rng.standard_t(2.0, size=(m, 1)) / p[:, None]).astype(np.float32)
+    fit_hess = (hess[indices] / p[:, None]).astype(np.float32)
+    leaves = rng.integers(0, 31, size=n).astype(np.int32)
+    sums = leaf_noise_sums(indices, fit_grad, fit_hess, hess, leaves, None, width)
+    expected = np.zeros((5, 31))
+    for lo in range(0, m, BLOCK):
+        block = slice(lo, lo + BLOCK)  # numpy's path (int64 leaves) over one block
+        part = leaf_noise_sums(indices[block], fit_grad[block], fit_hess[block], hess, leaves.astype(np.int64))
+        expected[:, : part.shape[1]] += part
+    assert sums.shape == (5, 31) and sums.tobytes() == expected.tobytes()
+
+
 def test_no_sums_once_the_rate_is_at_its_maximum(monkeypatch):
     """At the maximum no decision is left: the O(sample) sums are not computed (at 1.0 they
     would cost a pass over every row per iteration), and the model is unchanged."""

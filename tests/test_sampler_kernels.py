@@ -187,6 +187,74 @@ def test_a_starting_guess_gives_the_same_rho_bit_for_bit(spectrum):
             assert (warm.c1, warm.c2, warm.rho) == (cold.c1, cold.c2, cold.rho), (rate, factor)
 
 
+#: Spectra of the guess test at histogram sizes: SPECTRA's, and two of gradients' shape.
+GUESS_SPECTRA = {**SPECTRA, "gradients_t1.5": lambda r, n: np.abs(r.standard_t(1.5, n)),
+                 "gradients_normal": lambda r, n: np.abs(r.normal(size=n))}
+#: Those without ties, where a guess near the root must settle the solve in two passes.
+CONTINUOUS = {"pareto0.5", "lognormal6", "gradients_t1.5", "gradients_normal"}
+
+
+def _importances_of(spectrum, rng):
+    """One spectrum as each kind of importance the solve sees: a user's float64 buffer,
+    FirstOrder's ``|g|`` and SecondOrder's ``h`` over float32 rows, MVS over float32 ``g, h``."""
+    from smart_lgbm.samplers import compiled
+
+    n = spectrum.shape[0]
+    s32 = spectrum.astype(np.float32)
+    g = compiled.as_rows(s32 * np.where(rng.random(n) < 0.5, -1, 1).astype(np.float32))
+    h = compiled.as_rows((rng.gamma(0.5, size=n) + 1e-3).astype(np.float32))
+    return {"buffer": compiled.buffer_importance(spectrum, n, "test"),
+            "first_order": compiled.Importance(compiled.FIRST, n, g, h),
+            "second_order": compiled.Importance(compiled.SECOND, n, g, compiled.as_rows(s32)),
+            "mvs": compiled.Importance(compiled.MVS, n, g, h, lam=compiled.mvs_lambda(g, h))}
+
+
+@pytest.mark.parametrize("spectrum", sorted(GUESS_SPECTRA))
+def test_a_guess_at_histogram_sizes_gives_the_cold_solves_rho_bit_for_bit(spectrum, monkeypatch):
+    # from _HISTOGRAM_ROWS rows on, the previous iteration's rho is tried first
+    # (compiled._settle_from_guess: a window pass and one capping round instead of the
+    # histogram and its rounds); whatever the guess, the importances' drift since it, the
+    # kind and the rate, the answer must be the cold solve's double
+    from smart_lgbm.samplers import compiled
+
+    monkeypatch.setattr(compiled, "_HISTOGRAM_ROWS", 0)  # the histogram path at a test's size
+    settled, scanned = [], []
+    real = compiled._settle_from_guess
+
+    def spy(*args):
+        result = real(*args)
+        settled.append(result is not None)
+        scanned.append(args[-1] is not None)  # the window came from MVS's scan
+        return result
+
+    monkeypatch.setattr(compiled, "_settle_from_guess", spy)
+    rng = np.random.default_rng(4)
+    n = 3 * compiled.BLOCK + 4321  # four blocks, the last one partial
+    base = GUESS_SPECTRA[spectrum](rng, n)
+    for drift in (0.0, 1e-3, 1e-2):  # how far the importances moved since the guess's iteration
+        now = np.abs(base * (1.0 + drift * rng.standard_normal(n))) if drift else base
+        before, after = _importances_of(base, np.random.default_rng(9)), _importances_of(now, np.random.default_rng(9))
+        for name, imp in after.items():
+            for rate in (0.02, 0.2, 0.5, 0.9):
+                cold = compiled.solve(imp, rate, None, "test")
+                guesses = [compiled.solve(before[name], rate, None, "test").solved_rho]
+                if drift == 0.0 and cold.solved_rho is not None:
+                    guesses += [cold.solved_rho * f for f in (1.0001, 0.999, 0.97, 1.04, 2.0, 1e-3, 1e300)]
+                for guess in guesses:
+                    warm = compiled.solve(imp, rate, None, "test", start=guess)
+                    assert (warm.c1, warm.c2, warm.rho) == (cold.c1, cold.c2, cold.rho), (name, rate, drift, guess)
+                    if name == "mvs":  # the sampler's path: the scan stores the importances (and gathers
+                        # the window when the previous solve, in the same workspace, capped rows)
+                        workspace = compiled.Workspace()
+                        compiled.solve(before[name], rate, None, "test", workspace=workspace)
+                        stored = compiled.solve(imp, rate, None, "test", start=guess, workspace=workspace)
+                        assert (stored.c1, stored.c2, stored.rho) == (cold.c1, cold.c2, cold.rho)
+    assert settled  # (a spectrum with capped rows at some rate)
+    if spectrum in CONTINUOUS:  # without ties a guess near the root settles the solve
+        assert sum(settled) >= len(settled) // 2, (sum(settled), len(settled))
+        assert any(s and w for s, w in zip(settled, scanned, strict=True))
+
+
 def test_sampler_starts_from_the_previous_iteration_only(rng, monkeypatch):
     # same samples as a fresh sampler's, and the start is used only for iteration t + 1
     from smart_lgbm.samplers import compiled
@@ -688,7 +756,9 @@ def test_compile_rate_solve_compiles_the_kernels_a_small_run_never_called(monkey
     FirstOrder(rate=0.5).sample(_state(ones, ones.copy()), np.random.default_rng(0))
     (imp,) = seen
     assert compiled.compile_rate_solve() >= 1
-    blocks = (np.empty(1, np.int64), np.empty(1))
+    blocks = (np.empty(1, np.int64), np.empty(1), np.empty(1), np.empty(1))
     assert tuple(map(numba.typeof, (*imp.args(), 1.0, 1.0, 0.5, *blocks))) in _kernels.cap_round.serial.signatures
+    window = (1.0, 1.0, 0.25, 0.75, np.empty(1, np.int32), np.empty(1, np.int64), np.empty(1, np.int64), np.empty(1))
+    assert tuple(map(numba.typeof, (*imp.args(), *window))) in _kernels.window_rows.serial.signatures
     assert tuple(map(numba.typeof, (*imp.args(), 1.0, 1.0))) in _kernels.scaled_histogram.serial.signatures
     assert tuple(map(numba.typeof, (*imp.args(), 1.0, 1.0, 2.0))) in _kernels.sorted_rho.signatures

@@ -19,6 +19,7 @@ import smart_lgbm.losses._kernels  # noqa: F401
 import smart_lgbm.walk._encode_kernels  # noqa: F401
 import smart_lgbm.walk._bitmask_kernels  # noqa: F401
 import smart_lgbm.walk._kernels  # noqa: F401
+import smart_lgbm.samplers._adaptive_kernels  # noqa: F401
 from smart_lgbm import _twins
 from smart_lgbm.samplers import _kernels as k
 from smart_lgbm.samplers.compiled import BUFFER, CONST, FIRST, KIND_MARKERS, MVS, SECOND, n_blocks, scan_blocks
@@ -68,15 +69,23 @@ def test_sampler_kernels_twins_give_the_same_bits(num_class):
             args = (*imp, True, plain)
             assert _bits(k.scan.serial(*args, *scan_blocks(n))) == _bits(k.scan.parallel(*args, *scan_blocks(n)))
         stored = [np.empty(n), np.empty(n)]
-        assert (_bits(k.scan_store.serial(*imp, True, *scan_blocks(n), stored[0]))
-                == _bits(k.scan_store.parallel(*imp, True, *scan_blocks(n), stored[1])))
+        gathered = [(np.empty(n, np.int32), np.empty(n_blocks(n), np.int64), np.empty(n_blocks(n), np.int64),
+                     np.empty(n_blocks(n)))
+                    for _ in range(2)]
+        assert (_bits(k.scan_store.serial(*imp, True, *scan_blocks(n), stored[0], 0.5, 2.0, *gathered[0]))
+                == _bits(k.scan_store.parallel(*imp, True, *scan_blocks(n), stored[1], 0.5, 2.0, *gathered[1])))
         assert stored[0].tobytes() == stored[1].tobytes()
+        assert all(a.tobytes() == b.tobytes() for a, b in zip(gathered[0][1:], gathered[1][1:], strict=True))
+        for b, c in enumerate(gathered[0][1]):
+            rows = slice(b * k.BLOCK, b * k.BLOCK + c)
+            assert gathered[0][0][rows].tobytes() == gathered[1][0][rows].tobytes()
         _, _, _, exponent, total = k.scan(*imp, True, False, *scan_blocks(n))
         c1, c2 = k.pow2_pair(-exponent)
         rho = 0.05 * n / total
         cases = [
             (k.scaled_histogram, (*imp, c1, c2)),
-            (k.cap_round, (*imp, c1, c2, rho, np.empty(n_blocks(n), np.int64), np.empty(n_blocks(n)))),
+            (k.cap_round, (*imp, c1, c2, rho, np.empty(n_blocks(n), np.int64),
+                           *[np.empty(n_blocks(n)) for _ in range(3)])),
             (k.closest_row, (*imp, c1, c2, rho, np.uint64(99))),
         ]
         for kernel, args in cases:
@@ -93,6 +102,13 @@ def test_sampler_kernels_twins_give_the_same_bits(num_class):
         for b, c in enumerate(counts[0]):
             lo = b * k.BLOCK
             assert scratch[0][lo:lo + c].tobytes() == scratch[1][lo:lo + c].tobytes()
+        window = [(np.empty(n, np.int32), np.empty(n_blocks(n), np.int64)) for _ in range(2)]
+        found = [twin(*imp, c1, c2, 0.5 / rho, 2.0 / rho, *window[i], np.empty(n_blocks(n), np.int64),
+                      np.empty(n_blocks(n))) for i, twin in enumerate((k.window_rows.serial, k.window_rows.parallel))]
+        assert _bits(found[0]) == _bits(found[1]) and window[0][1].tobytes() == window[1][1].tobytes()
+        for b, c in enumerate(window[0][1]):
+            lo = b * k.BLOCK
+            assert window[0][0][lo:lo + c].tobytes() == window[1][0][lo:lo + c].tobytes()
     assert _bits(k.norm_sums.serial(n, g, h)) == _bits(k.norm_sums.parallel(n, g, h))
     values = rng.standard_cauchy((n, num_class))
     leaves = rng.integers(0, 31, (n, num_class)).astype(np.int32)
@@ -102,6 +118,27 @@ def test_sampler_kernels_twins_give_the_same_bits(num_class):
         assert _bits(k.trim_histogram.serial(*args)) == _bits(k.trim_histogram.parallel(*args))
     tau = np.int64(np.float64(np.median(w.sum(axis=1))).view(np.int64))
     assert _bits(k.trim_counts.serial(n, w, tau)) == _bits(k.trim_counts.parallel(n, w, tau))
+
+
+def test_adaptive_leaf_sums_twins_give_the_same_bits():
+    """The adaptive rate's per-leaf sums over several blocks of drawn rows, at a width guess
+    below the leaves (the caller's second call) and at it."""
+    from smart_lgbm.samplers import _adaptive_kernels as ak
+
+    rng = np.random.default_rng(6)
+    n, m = 5 * k.BLOCK, 3 * k.BLOCK + 1234
+    idx = np.sort(rng.choice(n, m, replace=False)).astype(np.int32)
+    hess = np.abs(_heavy_tailed(rng, n))[:, 0]
+    fit_grad = _heavy_tailed(rng, m)[:, 0]
+    fit_hess = (hess[idx] / rng.uniform(0.05, 1.0, m)).astype(np.float32)
+    leaves = rng.integers(0, 40, n).astype(np.int32)
+    nb = n_blocks(m)
+    for width in (8, 40):
+        for constant in ((0.0, False), (0.3, True)):
+            args = (idx, fit_grad, fit_hess, hess, leaves, *constant)
+            serial = ak.leaf_sums_one_column.serial(*args, np.zeros((nb, 5, width)), np.empty(nb, np.int64))
+            parallel = ak.leaf_sums_one_column.parallel(*args, np.zeros((nb, 5, width)), np.empty(nb, np.int64))
+            assert _bits(serial) == _bits(parallel)
 
 
 def _train(X, y, params, sampler, valid=None, rounds=3):
@@ -138,6 +175,7 @@ CASES = {
 }
 #: Kernels whose twins the direct and walk tests below compare.
 DIRECT = {"scan", "scan_store", "scaled_histogram", "cap_round", "closest_row", "probabilities", "draw", "norm_sums", "leaf_means",
+          "window_rows", "leaf_sums_one_column",
           "trim_histogram", "trim_counts", "encode_sparse", "walk_dense", "walk_sparse", "walk_codes"}
 
 

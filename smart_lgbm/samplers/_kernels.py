@@ -367,7 +367,8 @@ def _block_rows(g, h, buf, lo, hi):
 
 
 @row_kernel(rows=1)
-def scan_store(kind, n, g, h, buf, lam, want_sum, bmax, bpos, bbad, bexp, bsum, out):
+def scan_store(kind, n, g, h, buf, lam, want_sum, bmax, bpos, bbad, bexp, bsum, out,
+               lo_s, hi_s, scratch, counts, babove, bbelow):
     """:func:`scan` of importances it may sum plainly, storing each ``s_i`` in ``out``.
 
     The rate solve's later passes (histogram, capping rounds, draw, gather) then read
@@ -375,8 +376,14 @@ def scan_store(kind, n, g, h, buf, lam, want_sum, bmax, bpos, bbad, bexp, bsum, 
     square roots once per iteration instead of once per pass.  Each block computes its
     importances first (a loop free of the sum's serial chain) and then scans them from
     cache, in row order as :func:`scan` does.
+
+    With ``lo_s < hi_s`` each block then also does :func:`window_rows`'s work on the
+    importances in cache (``scratch``, ``counts``, ``babove``, ``bbelow``, per block; the
+    window in the importances' own units): the first pass of the rate solve from a guess,
+    without a pass of its own.
     """
     nb = (n + BLOCK - 1) // BLOCK
+    windowed = lo_s < hi_s
     for b in prange(nb):
         lo = b * BLOCK
         hi = min(n, lo + BLOCK)
@@ -389,6 +396,20 @@ def scan_store(kind, n, g, h, buf, lam, want_sum, bmax, bpos, bbad, bexp, bsum, 
         bpos[b] = pos
         bbad[b] = bad
         bsum[b] = acc  # exponent 0: scaled by the global exponent below
+        if windowed:
+            ws = scratch[lo:hi]
+            c = 0
+            over = 0
+            under = 0.0
+            for j in range(hi - lo):
+                v = ob[j]
+                ws[c] = lo + j  # (branch-free, as in draw: kept when inside)
+                c += np.int64(v >= lo_s and v < hi_s)
+                over += np.int64(v >= hi_s)
+                under += v if v < lo_s else 0.0
+            counts[b] = c
+            babove[b] = over
+            bbelow[b] = under
     return scan_totals(bmax, bpos, bbad, bexp, bsum, want_sum)
 
 
@@ -460,15 +481,21 @@ def bracket(count, total, m):
 
 
 @row_kernel(rows=1)
-def cap_round(kind, n, g, h, buf, lam, c1, c2, rho, bcap, bsum):
-    """``(capped, free_sum)`` at ``rho``: rows with ``rho t >= 1`` and the sum of the other ``t``.
+def cap_round(kind, n, g, h, buf, lam, c1, c2, rho, bcap, bsum, blow, bhigh):
+    """``(capped, free_sum, lowest_capped, highest_free)`` at ``rho``: how many rows have
+    ``rho t >= 1``, the sum of the other ``t``, the smallest capped ``t`` (``inf`` if none)
+    and the largest free ``t`` (0 if none).
 
-    ``bcap`` (int64) and ``bsum`` (float64), one entry per ``BLOCK`` rows: the per-block
-    values, written here (the caller allocates them: see :func:`scan`)."""
+    The two bounds tell whether the capped set is the one of another ``rho``: it is exactly
+    when that ``rho`` caps the lowest and leaves the highest free (``rho t`` grows with ``t``).
+    ``bcap`` (int64), ``bsum``, ``blow`` and ``bhigh`` (float64), one entry per ``BLOCK`` rows:
+    the per-block values, written here (the caller allocates them: see :func:`scan`)."""
     nb = (n + BLOCK - 1) // BLOCK
     for b in prange(nb):
         count = 0
         acc = 0.0
+        lowest = np.inf
+        highest = 0.0
         for i in range(b * BLOCK, min(n, (b + 1) * BLOCK)):
             # branch-free (whether a row is capped is close to random): adding 0.0 leaves
             # the sum's bits as they were
@@ -476,14 +503,102 @@ def cap_round(kind, n, g, h, buf, lam, c1, c2, rho, bcap, bsum):
             capped = rho * t >= 1.0  # (t = 0 is never capped: rho is finite here)
             count += np.int64(capped)
             acc += 0.0 if capped else t
+            lowest = min(lowest, t if capped else np.inf)
+            highest = max(highest, 0.0 if capped else t)
         bcap[b] = count
         bsum[b] = acc
+        blow[b] = lowest
+        bhigh[b] = highest
     capped = np.int64(0)
     free_sum = 0.0
+    low = np.inf
+    high = 0.0
     for b in range(nb):  # in block order, as _columns_in_order adds them
         capped += bcap[b]
         free_sum += bsum[b]
-    return capped, free_sum
+        low = min(low, blow[b])
+        high = max(high, bhigh[b])
+    return capped, free_sum, low, high
+
+
+@row_kernel(rows=1)
+def window_rows(kind, n, g, h, buf, lam, c1, c2, lo_t, hi_t, scratch, counts, babove, bbelow):
+    """``(above, below)``: how many rows have ``t >= hi_t`` and the sum of the ``t`` under
+    ``lo_t``; the rows in between (the window) go, in order, to ``scratch[b * BLOCK:]``, their
+    number per block to ``counts``.
+
+    The first pass of the rate solve from a guess (``compiled._settle_from_guess``): the
+    window around the guess's threshold holds the root's threshold when the guess is close,
+    and the root is then found on the window's rows alone.  Only where the window
+    holds it: the sums here are a guide, the answer comes from :func:`cap_round`'s sums.
+    """
+    nb = (n + BLOCK - 1) // BLOCK
+    for b in prange(nb):
+        lo = b * BLOCK
+        hi = min(n, lo + BLOCK)
+        gb, hb, bb = _block_rows(g, h, buf, lo, hi)
+        out = scratch[lo:hi]
+        c = 0
+        over = 0
+        under = 0.0
+        for j in range(hi - lo):
+            t = (_score(kind, gb, hb, bb, lam, j) * c1) * c2
+            inside = t >= lo_t and t < hi_t
+            out[c] = lo + j  # (branch-free, as in draw: kept when inside)
+            c += np.int64(inside)
+            over += np.int64(t >= hi_t)
+            under += t if t < lo_t else 0.0
+        counts[b] = c
+        babove[b] = over
+        bbelow[b] = under
+    above = np.int64(0)
+    below = 0.0
+    for b in range(nb):
+        above += babove[b]
+        below += bbelow[b]
+    return above, below
+
+
+@njit(cache=True)
+def window_root(kind, n, g, h, buf, lam, c1, c2, scratch, counts, block, above, below, m, guess, max_rounds):
+    """The root of ``sum_i min(1, rho t_i) = m`` on the window :func:`window_rows` gathered
+    (every row above it capped, every row below it free), by Newton's iteration from
+    ``guess``; NaN when it does not settle in ``max_rounds`` (the caller checks that its
+    threshold ``1/rho`` lies inside the window)."""
+    w = 0
+    for b in range(counts.shape[0]):
+        w += counts[b]
+    t = np.empty(w)
+    at = 0
+    for b in range(counts.shape[0]):
+        for j in range(counts[b]):
+            v = (_score(kind, g, h, buf, lam, scratch[b * block + j]) * c1) * c2
+            t[at] = v
+            at += 1
+    rho = guess
+    previous = np.int64(-1)
+    for _ in range(max_rounds):
+        capped = above
+        free_sum = below
+        for j in range(w):
+            v = t[j]
+            if rho * v >= 1.0:
+                capped += 1
+            else:
+                free_sum += v
+        if capped == previous:
+            return rho
+        if capped >= m or free_sum <= 0.0:
+            return np.nan
+        previous = capped
+        rho = (m - capped) / free_sum
+    return np.nan
+
+
+@njit(cache=True)
+def same_bucket(a, b):
+    """Whether ``0 < a, b < 1`` fall in one bucket of the rate solve's histogram."""
+    return _bucket(a) == _bucket(b)
 
 
 @njit(cache=True)

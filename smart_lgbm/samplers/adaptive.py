@@ -271,6 +271,8 @@ class _RunState:
         self.pending: list[np.ndarray] = []
         #: (iteration, pooled noise ratio or None) of every decision, for inspection
         self.ratios: list[tuple[int, float | None]] = []
+        #: the number of leaves the last per-leaf sums found (the next sums' table width)
+        self.leaf_width = 64
 
 
 def _add_machines(per_rank: list[list[np.ndarray]]) -> list[np.ndarray]:
@@ -328,7 +330,7 @@ def pooled_noise_ratio(sums: list[np.ndarray]) -> float | None:
 
 
 def leaf_noise_sums(indices: np.ndarray, fit_grad: np.ndarray, fit_hess: np.ndarray, hess: np.ndarray,
-                     leaves: np.ndarray, constant_p: float | None = None) -> np.ndarray:
+                     leaves: np.ndarray, constant_p: float | None = None, width: int = 64) -> np.ndarray:
     """Per-leaf sums ``(G~_j, H~_j, V~_j, S~_j, N~_j)`` of a sample over a tree's leaves,
     shape (5, L*K).
 
@@ -345,6 +347,10 @@ def leaf_noise_sums(indices: np.ndarray, fit_grad: np.ndarray, fit_hess: np.ndar
         Every row's leaf in the newest tree(s).
     constant_p : float, optional
         The one inclusion probability of every row (uniform sampling).
+    width : int, default=64
+        A guess of the number of leaves (the compiled pass's table width; a run passes the
+        previous iteration's): the sums are the same whatever it is, a low guess costs a
+        second pass.
 
     Returns
     -------
@@ -361,10 +367,15 @@ def leaf_noise_sums(indices: np.ndarray, fit_grad: np.ndarray, fit_hess: np.ndar
             and fit_grad.dtype.kind == fit_hess.dtype.kind == hess.dtype.kind == "f":
         # one output column (binary, regression, ranking): one compiled pass, the same doubles
         from ._adaptive_kernels import leaf_sums_one_column
+        from .compiled import BLOCK
 
-        return leaf_sums_one_column(indices, fit_grad[:, 0], fit_hess[:, 0], hess.reshape(hess.shape[0], -1)[:, 0],
-                                    leaf_view[:, 0], 0.0 if constant_p is None else float(constant_p),
-                                    constant_p is not None)
+        args = (indices, fit_grad[:, 0], fit_hess[:, 0], hess.reshape(hess.shape[0], -1)[:, 0], leaf_view[:, 0],
+                0.0 if constant_p is None else float(constant_p), constant_p is not None)
+        nb = -(-indices.shape[0] // BLOCK)
+        sums, top = leaf_sums_one_column(*args, np.zeros((nb, NUM_SUMS, max(int(width), 1))), np.empty(nb, np.int64))
+        if top >= sums.shape[1]:  # more leaves than the guess: again, as wide as they are
+            sums, top = leaf_sums_one_column(*args, np.zeros((nb, NUM_SUMS, int(top) + 1)), np.empty(nb, np.int64))
+        return sums[:, : int(top) + 1].copy()
     if constant_p is not None:
         p = np.full(indices.shape[0], constant_p)
     else:
@@ -414,8 +425,10 @@ def observe_sample(controller: AdaptiveRate, state: Any, indices: np.ndarray, fi
     if leaves is not None and np.shape(leaves)[0] == state.num_rows \
             and not controller.settled(state.history, state.iteration):
         m = indices.shape[0]
+        run = controller._run_state(state.history, state.iteration)
         sums = leaf_noise_sums(indices, fit_grad.reshape(m, -1), fit_hess.reshape(m, -1),
-                                state.kernel_arrays()[1], np.asarray(leaves), constant_p)
+                               state.kernel_arrays()[1], np.asarray(leaves), constant_p, run.leaf_width)
+        run.leaf_width = sums.shape[1]  # the next tree has about as many leaves
     worker = current_worker()
     controller.observe(state.history, state.iteration, sums,
                        None if worker is None or worker.num_machines < 2 else worker.allgather)
