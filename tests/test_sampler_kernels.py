@@ -361,7 +361,7 @@ def test_block_scans_take_the_fast_loop_only_where_it_gives_scan_rows_values():
     # give the reference's values bit for bit, clean or not, through every kernel that scans
     from smart_lgbm import _fused_kernels as fk
     from smart_lgbm.samplers import _kernels as k
-    from smart_lgbm.samplers.compiled import BLOCK, FIRST, STATS_SCAN, buffer_importance, scan_blocks
+    from smart_lgbm.samplers.compiled import _NO_WINDOW, BLOCK, FIRST, STATS_SCAN, buffer_importance, scan_blocks
 
     rng = np.random.default_rng(5)
     n = 8 * BLOCK + 123
@@ -379,7 +379,7 @@ def test_block_scans_take_the_fast_loop_only_where_it_gives_scan_rows_values():
     got.append(list(zip(bmax.tolist(), bpos.tolist(), bbad.tolist(), bsum.tolist())))
     bmax, bpos, bbad, bexp, bsum = scan_blocks(n)
     out = np.empty(n)
-    k.scan_store(*imp.args(), True, bmax, bpos, bbad, bexp, bsum, out)
+    k.scan_store(*imp.args(), True, bmax, bpos, bbad, bexp, bsum, out, *_NO_WINDOW)  # (no window gathered)
     got.append(list(zip(bmax.tolist(), bpos.tolist(), bbad.tolist(), bsum.tolist())))
     for got_blocks in got:
         assert len(got_blocks) == len(expected)
