@@ -257,25 +257,40 @@ def _scanned(mx, pos, nonzero, acc):
 
 
 @njit(cache=True, inline="always")
+def _value_at(v, j, absolute):
+    return abs(np.float64(v[j])) if absolute else np.float64(v[j])
+
+
+@njit(cache=True, inline="always")
 def scan_values(v, absolute):
     """A block's ``(largest, positives, bad, plain sum)`` of the values ``v`` (``|v|`` if
-    ``absolute``), as :func:`scan_row` forms them in row order."""
+    ``absolute``), as :func:`scan_row` forms them in row order: the fast loop, and
+    :func:`scan_row`'s (:func:`_scan_exact`) only for a block it does not settle.
+
+    The blocks whose values are already in cache take it (MVS's stored importances, the
+    fused pass's gradients); :func:`scan`, which computes each importance as it reads it,
+    keeps :func:`scan_row`'s one loop."""
     mx = 0.0
     pos = 0
     nonzero = 0
     acc = 0.0
     for j in range(v.shape[0]):
-        s = abs(np.float64(v[j])) if absolute else np.float64(v[j])
-        mx, pos, nonzero, acc = _clean_row(s, mx, pos, nonzero, acc)
+        mx, pos, nonzero, acc = _clean_row(_value_at(v, j, absolute), mx, pos, nonzero, acc)
     if _scanned(mx, pos, nonzero, acc):
         return mx, pos, 0, acc
+    return _scan_exact(v, absolute)
+
+
+@njit(cache=True, inline="always")
+def _scan_exact(v, absolute):
+    """:func:`scan_values` row by row through :func:`scan_row`: a block with a NaN, infinite
+    or negative value, or whose sum overflows."""
     mx = 0.0
     pos = 0
     bad = 0
     acc = 0.0
     for j in range(v.shape[0]):
-        s = abs(np.float64(v[j])) if absolute else np.float64(v[j])
-        mx, pos, bad, acc = scan_row(s, mx, pos, bad, acc)
+        mx, pos, bad, acc = scan_row(_value_at(v, j, absolute), mx, pos, bad, acc)
     return mx, pos, bad, acc
 
 
@@ -326,17 +341,10 @@ def scan(kind, n, g, h, buf, lam, want_sum, plain, bmax, bpos, bbad, bexp, bsum)
         hi = min(n, lo + BLOCK)
         mx = 0.0
         pos = 0
-        nonzero = 0
+        bad = 0
         acc = 0.0
         for i in range(lo, hi):
-            mx, pos, nonzero, acc = _clean_row(_score(kind, g, h, buf, lam, i), mx, pos, nonzero, acc)
-        bad = 0
-        if not _scanned(mx, pos, nonzero, acc):
-            mx = 0.0
-            pos = 0
-            acc = 0.0
-            for i in range(lo, hi):
-                mx, pos, bad, acc = scan_row(_score(kind, g, h, buf, lam, i), mx, pos, bad, acc)
+            mx, pos, bad, acc = scan_row(_score(kind, g, h, buf, lam, i), mx, pos, bad, acc)
         bmax[b] = mx
         bpos[b] = pos
         bbad[b] = bad

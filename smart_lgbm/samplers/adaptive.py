@@ -74,6 +74,7 @@ from typing import Any
 import numpy as np
 
 from .._validation import Interval, Param
+from .compiled import BLOCK
 
 __all__ = ["AdaptiveRate", "adaptive_rate_from_table", "leaf_noise_sums", "observe_sample", "pooled_gains", "pooled_noise_ratio", "resolve_rate"]
 
@@ -367,7 +368,6 @@ def leaf_noise_sums(indices: np.ndarray, fit_grad: np.ndarray, fit_hess: np.ndar
             and fit_grad.dtype.kind == fit_hess.dtype.kind == hess.dtype.kind == "f":
         # one output column (binary, regression, ranking): one compiled pass, the same doubles
         from ._adaptive_kernels import leaf_sums_one_column
-        from .compiled import BLOCK
 
         args = (indices, fit_grad[:, 0], fit_hess[:, 0], hess.reshape(hess.shape[0], -1)[:, 0], leaf_view[:, 0],
                 0.0 if constant_p is None else float(constant_p), constant_p is not None)
