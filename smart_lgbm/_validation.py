@@ -21,7 +21,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Constraint", "InstanceOf", "Interval", "NoneValue", "Options", "Param", "describe_value", "join_or"]
+import numpy as np
+
+__all__ = ["Boolean", "Constraint", "InstanceOf", "Interval", "NoneValue", "Options", "Param", "describe_value", "join_or"]
 
 
 class Constraint:
@@ -130,6 +132,20 @@ class InstanceOf(Constraint):
     def __str__(self) -> str:
         name = self.cls.__name__
         return f"{'an' if name[0].lower() in 'aeiou' else 'a'} {name}"
+
+
+@dataclass(frozen=True)
+class Boolean(Constraint):
+    """``True`` or ``False`` (numpy's bool too; not 0 or 1, which mean a number elsewhere)."""
+
+    def type_ok(self, value: Any) -> bool:
+        return isinstance(value, (bool, np.bool_))
+
+    def convert(self, value: Any) -> Any:
+        return bool(value)
+
+    def __str__(self) -> str:
+        return "True or False"
 
 
 @dataclass(frozen=True)

@@ -48,14 +48,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from . import _lightgbm, fused
+from . import _lightgbm, fused, refit
+from .distributed import current_worker
 from .engine_data import EngineSet
 from .exceptions import SlowPathWarning
 from .iteration import draw_iteration
 from .losses.base import Loss, Target
 from .params import ENGINE_ONLY, LOSS_AND_METRIC_PARAMS, EngineConfig, canonicalize, check_seed, refuse_unsupported
 from .samplers import GradientHistory, Sampler
-from .update_plan import SAMPLE, TRAIN, Features, PlanCache, RunFacts
+from .update_plan import SAMPLE, TRAIN, Features, PlanCache, RunFacts, UpdatePlan
 from .walk import BinCodes, CodeBook, Forest, RawFeatures, add_coded_outputs, add_outputs
 
 if TYPE_CHECKING:
@@ -174,8 +175,12 @@ class BoostingRun:
         self.plans = PlanCache(RunFacts(
             train=self.train.features, valids=tuple(v.features for v in self.valids),
             needs_leaves=sampler.needs_leaves, train_init_score=train.native_init_score is not None,
-            fused=self.fused is not None, network=stream is not None,
+            fused=self.fused is not None, network=stream is not None, refit=sampler.refit_leaves,
         ))
+        if sampler.refit_leaves:
+            refit.check_refit_params(cfg.tree_params)
+        self._leaf_rule = refit.LeafRule.from_params(cfg.tree_params)
+        self._walk_scratch: np.ndarray | None = None  # the refit's walk to the leaves adds its outputs here
         self._ready = False
         self._statistics: Statistics | None = None
         # boost_from_average: folded into the first trees (LightGBM skips it given init
@@ -215,7 +220,10 @@ class BoostingRun:
             )
         tree = {k: v for k, v in new.items() if k not in ENGINE_ONLY}
         if tree:
+            if self.sampler.refit_leaves:
+                refit.check_refit_params({**self.cfg.tree_params, **tree})
             self.cfg.tree_params.update(tree)
+            self._leaf_rule = refit.LeafRule.from_params(self.cfg.tree_params)
             self.params_changed = True
         if "seed" in new:
             self.cfg.seed = check_seed(new["seed"])
@@ -285,20 +293,30 @@ class BoostingRun:
                     scored.scores += constant
                 self.bias = None
         else:
-            num_trees = len(fitted.texts)
-            self.trees.extend(fitted.texts)
-            outputs = fitted.outputs
+            texts, outputs = fitted.texts, fitted.outputs
             if len(outputs) != len(plan.read):
                 raise RuntimeError(f"LightGBM gave outputs of sets {sorted(outputs)}; the update plan reads {plan.read}")
+            values: list[np.ndarray] = []
+            if plan.refit:
+                texts, values, outputs = self._refit(fitted, plan, grad, hess)
+            num_trees = len(texts)
+            self.trees.extend(texts)
             for key in plan.added:
                 by_key[key].scores += outputs[key]
             # the sampled rows' outputs, added by the walk (which skips those rows)
             known = (sample.indices, np.ascontiguousarray(outputs[SAMPLE])) if plan.read_sample else None
             if plan.walked:
-                forest = Forest.from_tree_texts(fitted.texts)
+                forest = Forest.from_tree_texts(texts)
                 coded = None
                 for key in plan.walked:
                     scored = by_key[key]
+                    if key == TRAIN and plan.refit:  # (its leaves are known: _refit walked them)
+                        refit.add_by_leaf(scored.scores, self._leaf_buffer(), values)
+                        if plan.fused:
+                            assert self.fused is not None  # plan.fused says there is one
+                            self._statistics = self.fused.sweep(scored.scores, grad, hess)
+                            self._ready = True
+                        continue
                     leaves = self._leaf_buffer() if key == TRAIN and plan.walk_leaves else None
                     if isinstance(scored.walk, BinCodes):
                         assert self.book is not None  # sets are coded only with the training data's book
@@ -342,6 +360,54 @@ class BoostingRun:
                 "their scores are updated through LightGBM's binned predictor, which is slower than the engine's "
                 "walk over raw features; keep the raw data (lightgbm.Dataset(X, y) unconstructed, or "
                 "free_raw_data=False) for the fast path", SlowPathWarning, stacklevel=4)
+
+    def _refit(self, fitted: _lightgbm.IterationTrees, plan: UpdatePlan, grad: np.ndarray,
+               hess: np.ndarray) -> tuple[list[str], list[np.ndarray], dict[int, np.ndarray]]:
+        """The iteration's trees with leaf values refitted on every training row
+        (:mod:`smart_lgbm.refit`): their texts, their leaf values, and the outputs of the sets
+        read from LightGBM mapped to the new values through their leaves.
+
+        ``grad``, ``hess``: the iteration's gradients of every training row (the trees were
+        fitted to a sample of them).
+        """
+        n = self.train.data.num_rows
+        if TRAIN in plan.walked:  # every row's leaf in the trees as fitted (their outputs go to a scratch)
+            leaves = self._leaf_buffer()
+            if self._walk_scratch is None:
+                self._walk_scratch = np.zeros((n, self.k))
+            forest = Forest.from_tree_texts(fitted.texts)
+            walk = self.train.walk
+            if isinstance(walk, BinCodes):
+                assert self.book is not None  # coded only with the training data's book
+                add_coded_outputs(walk, self.book.coded_forest(forest), self._walk_scratch, leaves, None)
+            else:
+                assert isinstance(walk, RawFeatures)  # the plan walks only sets with features
+                add_outputs(walk, forest, self._walk_scratch, leaves)
+        else:
+            assert fitted.leaves is not None  # the plan asks fit for them (want_leaves)
+            leaves = fitted.leaves[TRAIN]
+        grad2, hess2 = grad.reshape(n, self.k), hess.reshape(n, self.k)
+        written = _lightgbm.tree_bodies(fitted.model)  # (before any bias was folded in)
+        sums = [refit.leaf_sums(leaves, grad2, hess2, k, _lightgbm.leaf_values_of(text).shape[0])
+                for k, text in enumerate(fitted.texts)]
+        worker = current_worker()
+        if worker is not None:  # a distributed run: every machine's rows, the same values on every machine
+            sums = refit.sum_machines(worker.allgather(f"refit_leaves:{len(self.trees)}", sums))
+        texts, values = [], []
+        for k, text in enumerate(fitted.texts):
+            bias = None if self.bias is None else float(self.bias[k])
+            v = refit.refit_values(text, written[k], sums[k][0], sums[k][1], self._leaf_rule, bias)
+            values.append(v)
+            texts.append(_lightgbm.with_leaf_values(text, v))
+        outputs = {}
+        for key in plan.added:
+            assert fitted.leaves is not None  # want_leaves whenever a refit reads a set
+            set_leaves = fitted.leaves[key]
+            out = np.empty(set_leaves.shape)
+            for k, v in enumerate(values):
+                out[:, k] = v[set_leaves[:, k]]
+            outputs[key] = out
+        return texts, values, outputs
 
     def _leaf_buffer(self) -> np.ndarray:
         if self._leaves is None:

@@ -72,11 +72,16 @@ class FusedPass:
 
         Fresh statistics arrays each call: a state handed to a sampler keeps its own.
         """
+        add_coded_outputs(codes, forest, scores, leaves, known, rows_checked=True)
+        return self.sweep(scores, grad, hess)
+
+    def sweep(self, scores: np.ndarray, grad: np.ndarray, hess: np.ndarray) -> compiled.Statistics:
+        """:meth:`run` after its walk: ``g, h`` at ``scores`` (already updated, e.g. by a
+        leaf refit's :func:`smart_lgbm.refit.add_by_leaf`) and the next rate solve's statistics."""
         nb = self._nb
         bmax, bsum = np.zeros(nb), np.zeros(nb)
         bpos, bbad, bexp = np.zeros(nb, np.int64), np.zeros(nb, np.int64), np.zeros(nb, np.int64)
         norms = np.zeros((nb, 2))
-        add_coded_outputs(codes, forest, scores, leaves, known, rows_checked=True)
         if self.k == 1:
             _kernels().one_column(self.n, scores.reshape(self.n), self.loss, self.sign, self.label, self.weight,
                                   self.param, grad.reshape(self.n), hess.reshape(self.n), self.stats, self.kind,

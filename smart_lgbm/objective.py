@@ -153,6 +153,10 @@ class SmartObjective:
                  stream: int | None = None, **objective_params: Any) -> None:
         self.loss = resolve_loss(canonicalize({"objective": objective, **objective_params}))
         self.sampler = make_sampler(sampler if sampler is not None else "first_order")
+        if self.sampler.refit_leaves:
+            raise ValueError(f"SmartObjective cannot take {self.sampler!r}: refit_leaves=True rewrites the leaf values "
+                             "after each tree, and stock LightGBM keeps its own; train with smart_lgbm.train (or the "
+                             "smart_lgbm estimators), or set refit_leaves=False")
         self.seed = _non_negative_int(seed, "seed")
         self.stream = stream
         self.record: dict[str, list] = {"num_sampled": [], "sampling_rate": []}

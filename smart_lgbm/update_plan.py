@@ -101,6 +101,10 @@ class RunFacts:
         A machine of a distributed run (LightGBM's network): its iterations that draw every
         row read the training outputs from LightGBM's partition (:attr:`Source.PARTITION`),
         with the Booster reset and rolled back as in sampled ones.
+    refit : bool, default=False
+        The sampler refits the leaf values on every training row (:mod:`smart_lgbm.refit`):
+        a sampled iteration needs every training row's leaf before any set's scores change,
+        and no set's outputs can be taken from LightGBM's values.
     """
 
     train: Features
@@ -109,6 +113,7 @@ class RunFacts:
     train_init_score: bool
     fused: bool
     network: bool = False
+    refit: bool = False
 
     def __post_init__(self) -> None:
         for name, value in (("train", self.train), *(("valids", v) for v in self.valids)):
@@ -141,11 +146,18 @@ class UpdatePlan:
     fused : bool
         The training set's coded walk is the fused pass.
     want_leaves : bool
-        ``fit`` reports the training rows' leaves (the sampler needs them and LightGBM
-        gives the training set's outputs).
+        ``fit`` reports the leaves of the rows of every set it reads (the sampler needs the
+        training rows' and LightGBM gives the training set's outputs, or a refit maps every
+        read set's leaves to the new values).
     walk_leaves : bool
-        The walk of the training rows writes their leaves (the sampler needs them and the
-        training set is walked).
+        The walk of the training rows writes their leaves (the sampler or a refit needs them
+        and the training set is walked).
+    refit : bool
+        A sampled iteration whose leaf values are refitted on every training row: the
+        training rows are walked to their leaves first (when walked), the trees' values
+        are replaced, then every set gets its outputs from the new values (walked sets
+        by the walk of the new trees, the training set by its leaves, read sets by the
+        leaves ``fit`` reports).
     stay_on_train : bool
         Every row was drawn and ``read`` is empty: the tree-fitting Booster fits on the whole
         training set without a reset and keeps the trees
@@ -162,6 +174,7 @@ class UpdatePlan:
     want_leaves: bool
     walk_leaves: bool
     stay_on_train: bool = False
+    refit: bool = False
 
     @property
     def read_sample(self) -> bool:
@@ -206,7 +219,7 @@ def plan_updates(run: RunFacts, *, all_rows: bool, large_sample: bool) -> Update
     elif all_rows:
         train = Source.PARTITION
     elif run.train is Features.CODES:
-        read_back = large_sample and not run.needs_leaves and not run.train_init_score
+        read_back = large_sample and not run.needs_leaves and not run.train_init_score and not run.refit
         train = Source.SAMPLE_READ_BACK if read_back else Source.CODED_WALK
     else:
         train = _WALK_OF[run.train]
@@ -215,6 +228,9 @@ def plan_updates(run: RunFacts, *, all_rows: bool, large_sample: bool) -> Update
     added = tuple(key for key, source in keyed if source in _THROUGH_LIGHTGBM)
     walked = tuple(key for key, source in keyed if source in _WALKED)
     train_walked = train in _WALKED
+    # An iteration that draws every row fits exact values already; on a network another
+    # machine may have sampled, and every machine must take part in the refit's sums.
+    refit = run.refit and (not all_rows or run.network)
     return UpdatePlan(
         train=train,
         valids=valids,
@@ -223,9 +239,10 @@ def plan_updates(run: RunFacts, *, all_rows: bool, large_sample: bool) -> Update
         walked=walked,
         slow=tuple(key for key, source in keyed if source is Source.PREDICTOR),
         fused=run.fused and train_walked,
-        want_leaves=run.needs_leaves and not train_walked,
-        walk_leaves=run.needs_leaves and train_walked,
+        want_leaves=(run.needs_leaves and not train_walked) or (refit and bool(added)),
+        walk_leaves=(run.needs_leaves or refit) and train_walked,
         stay_on_train=stay,
+        refit=refit,
     )
 
 

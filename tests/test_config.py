@@ -60,7 +60,7 @@ def test_valid_config_is_read_with_defaults(tmp_path):
 
 def test_unknown_method_key_names_table_key_and_accepted(tmp_path):
     path = write(tmp_path, BASE.replace("rate = 0.2", "rat = 0.2"))
-    with pytest.raises(ValueError, match=r"\[methods\.fo\] unknown key 'rat'; accepted: kind, params, rate, rho, rounds, seeds, time_budget"):
+    with pytest.raises(ValueError, match=r"\[methods\.fo\] unknown key 'rat'; accepted: kind, params, rate, refit_leaves, rho, rounds, seeds, time_budget"):
         load_config(path)
 
 

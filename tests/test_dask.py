@@ -152,6 +152,25 @@ def test_sampled_run_builds_one_model_at_the_target_rate(client, binary):
     assert auc > auc_full - 0.01, (auc, auc_full)
 
 
+def test_refit_leaves_sums_every_machine_s_rows(client, binary):
+    """refit_leaves on two machines: every leaf value is the Newton step of all machines' rows
+    (each machine's sums added in rank order), so both end with the same model."""
+    X, y, Xn, yn = binary
+    params = {**FAST, "n_estimators": 6, "learning_rate": 0.3, "seed": 2,
+              "sampler": FirstOrder(rate=0.3, refit_leaves=True)}
+    outcome = smart_dask._fit_distributed(client, SmartClassifier, params, X, y, fit_kwargs={})
+    assert outcome.results[0].digest == outcome.results[1].digest
+    booster = DaskSmartClassifier(client=client, **params).fit(X, y).booster_
+    leaves = booster.predict(Xn, pred_leaf=True)
+    for t in range(1, 6):
+        p = 1.0 / (1.0 + np.exp(-booster.predict(Xn, raw_score=True, num_iteration=t)))
+        g, h = p - yn, p * (1.0 - p)
+        width = leaves[:, t].max() + 1
+        expected = -np.bincount(leaves[:, t], g, width) / np.bincount(leaves[:, t], h, width) * 0.3
+        got = np.array([booster.get_leaf_output(t, j) for j in range(width)])
+        np.testing.assert_allclose(got, expected, rtol=1e-5)
+
+
 def _root_counts(booster):
     return np.array([t["tree_structure"]["internal_count"] for t in booster.dump_model()["tree_info"]])
 

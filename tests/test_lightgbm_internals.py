@@ -113,6 +113,24 @@ def test_fold_bias_equals_lightgbm_add_bias(data):
     assert "shrinkage=1\n" in folded
 
 
+def test_with_leaf_values_is_what_lightgbm_predicts_and_shrinkage_is_the_learning_rate(data):
+    """A tree body whose leaf_value line is rewritten loads and predicts the new values bit for
+    bit (LightGBM reads leaf values round-trip exact); ``shrinkage=`` is the learning rate."""
+    X, y = data
+    stock = lgb.train({"objective": "binary", "verbosity": -1, "learning_rate": 0.3, "num_leaves": 7},
+                      lgb.Dataset(X, y), 2)
+    header, trees, params = L.split_model_string(stock.model_to_string())
+    assert L.tree_shrinkage(trees[1]) == 0.3
+    values = np.random.default_rng(1).normal(size=L.leaf_values_of(trees[1]).shape[0]) / 7.0
+    model = L.assemble_model_string(header, [trees[0], L.with_leaf_values(trees[1], values)], None, params, 1, None)
+    loaded = lgb.Booster(model_str=model)
+    leaves = loaded.predict(X, pred_leaf=True)[:, 1]
+    first = loaded.predict(X, raw_score=True, num_iteration=1)
+    np.testing.assert_array_equal(loaded.predict(X, raw_score=True), first + values[leaves])
+    with pytest.raises(ValueError, match="leaves"):
+        L.with_leaf_values(trees[1], values[:-1])
+
+
 def _target(y):
     from smart_lgbm.losses import Target
 

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import smart_lgbm as sl
-from smart_lgbm._validation import InstanceOf, Interval, NoneValue, Options, Param
+from smart_lgbm._validation import Boolean, InstanceOf, Interval, NoneValue, Options, Param
 from smart_lgbm.compare import config as cfg
 from smart_lgbm.samplers import Sample, Sampler, registry
 from smart_lgbm.samplers.spec import RATE, SamplerSpec
@@ -79,6 +79,9 @@ def _probes(param):
             good.append(None)
         elif isinstance(c, InstanceOf):
             good.append(c.cls())
+        elif isinstance(c, Boolean):
+            good += [True, False, np.bool_(True)]
+            bad += [(1, TypeError), (0.0, TypeError), ("true", TypeError)]
     for c in intervals:
         integral = c.kind is Integral
         step = 1 if integral else 1e-9
@@ -96,7 +99,8 @@ def _probes(param):
             bad.append((math.nan, ValueError))
         else:
             bad.append(((c.left or 0) + 1.5, TypeError))
-    bad.append((True, TypeError))  # a bool is never a number here
+    if not any(isinstance(c, Boolean) for c in param.constraints):
+        bad.append((True, TypeError))  # a bool is never a number here
     if not any(isinstance(c, Options) for c in param.constraints):
         bad.append(("some string", TypeError))
     else:

@@ -15,6 +15,7 @@ import scipy.sparse as sp
 
 import smart_lgbm as sl
 import smart_lgbm._fused_kernels  # noqa: F401  (every kernel module, so that REGISTRY holds them all)
+import smart_lgbm._refit_kernels  # noqa: F401
 import smart_lgbm.losses._kernels  # noqa: F401
 import smart_lgbm.walk._encode_kernels  # noqa: F401
 import smart_lgbm.walk._bitmask_kernels  # noqa: F401
@@ -164,6 +165,8 @@ def _dense(objective, n=N):
 CASES = {
     "binary-first_order": ("binary", lambda: sl.FirstOrder(rate=0.2),
                            {"one_column", "scan", "draw", "gather", "walk_bitmask", "encode_dense"}),
+    "binary-first_order-refit": ("binary", lambda: sl.FirstOrder(rate=0.2, refit_leaves=True),
+                                 {"leaf_sums", "add_by_leaf"}),
     "binary-mvs": ("binary", lambda: sl.MVS(rate=0.2), {"one_column", "norm_sums", "scan_store", "draw", "gather"}),
     "binary-second_order": ("binary", lambda: sl.SecondOrder(rate=0.2, anchor_lag=1), {"leaf_means", "gather"}),
     "binary-weight_trimming": ("binary", lambda: sl.WeightTrimming(alpha=0.1),

@@ -21,11 +21,11 @@ LIGHTGBM = {Source.PARTITION, Source.PREDICTOR}
 def _all_facts():
     """Every RunFacts the engine can hold, with up to two validation sets of each kind."""
     valid_lists = [()] + [(f,) for f in Features] + list(itertools.product(Features, repeat=2))
-    for train, valids, needs_leaves, init, fused, network in itertools.product(
-            Features, valid_lists, (False, True), (False, True), (False, True), (False, True)):
+    for train, valids, needs_leaves, init, fused, network, refit in itertools.product(
+            Features, valid_lists, (False, True), (False, True), (False, True), (False, True), (False, True)):
         if fused and train is not Features.CODES:
             continue  # refused (below)
-        yield RunFacts(train, tuple(valids), needs_leaves, init, fused, network)
+        yield RunFacts(train, tuple(valids), needs_leaves, init, fused, network, refit)
 
 
 def _cases():
@@ -44,8 +44,8 @@ def _expected_train(facts: RunFacts, all_rows: bool, large: bool) -> Source:
         return Source.PREDICTOR  # no features in memory
     if facts.train is Features.RAW:
         return Source.RAW_WALK
-    if large and not facts.needs_leaves and not facts.train_init_score:
-        return Source.SAMPLE_READ_BACK
+    if large and not facts.needs_leaves and not facts.train_init_score and not facts.refit:
+        return Source.SAMPLE_READ_BACK  # (a refit changes the values the sample's outputs were read with)
     return Source.CODED_WALK
 
 
@@ -70,9 +70,14 @@ def test_every_combination(facts, all_rows, large):
     assert plan.fused == (facts.fused and plan.train in (Source.CODED_WALK, Source.SAMPLE_READ_BACK))
     # leaves for a sampler that needs them come from where the training outputs come from
     walked_train = TRAIN in plan.walked
-    assert plan.want_leaves == (facts.needs_leaves and not walked_train)
-    assert plan.walk_leaves == (facts.needs_leaves and walked_train)
-    assert not (plan.want_leaves and plan.walk_leaves)
+    # a refit: in sampled iterations (every iteration on a network, where another machine
+    # may sample), with every training row's leaf and the leaves of every set read from
+    # LightGBM, whose outputs it maps to the new values
+    refit = facts.refit and (not all_rows or facts.network)
+    assert plan.refit == refit
+    assert plan.want_leaves == ((facts.needs_leaves and not walked_train) or (refit and plan.added != ()))
+    assert plan.walk_leaves == ((facts.needs_leaves or refit) and walked_train)
+    assert not (plan.want_leaves and plan.walk_leaves) or refit
     # a sample read back is exact only when the sample's scores start at 0.0 and no
     # row's leaf is needed from the walk
     if plan.read_sample:

@@ -73,6 +73,8 @@ from .model_text import (
     set_parameter_line,
     split_model_string,
     tree_bodies,
+    tree_shrinkage,
+    with_leaf_values,
 )
 from .network import network_free, network_init
 from .params import param_aliases, params_to_str
@@ -96,7 +98,7 @@ __all__ = [
     "BinMapper", "bin_mappers",
     "IterationTrees", "OneIterationBooster",
     "assemble_model_string", "exact_internal_values", "fold_bias", "leaf_values_of", "model_with_objective",
-    "set_parameter_line", "split_model_string", "tree_bodies",
+    "set_parameter_line", "split_model_string", "tree_bodies", "tree_shrinkage", "with_leaf_values",
     "TreeArrays", "parse_tree",
     "dense_as_predicted", "is_pyarrow_table", "pandas_to_numpy",
     "CallbackModel", "best_score_of", "evaluation_result", "has_validation_sets", "is_early_stopping_callback",

@@ -49,6 +49,23 @@ def leaf_values_of(tree_text: str) -> np.ndarray:
     return np.array(tree_text[start:tree_text.index("\n", start)].split(" "), dtype=np.float64)
 
 
+def tree_shrinkage(tree_text: str) -> float:
+    """The ``shrinkage=`` a tree body was written with (the learning rate its leaf values carry)."""
+    start = tree_text.index("\nshrinkage=") + len("\nshrinkage=")
+    end = tree_text.find("\n", start)
+    return float(tree_text[start:] if end < 0 else tree_text[start:end])
+
+
+def with_leaf_values(tree_text: str, values: np.ndarray) -> str:
+    """A tree body with its ``leaf_value`` line replaced by ``values`` (round-trip exact);
+    every other line, the internal nodes' values and counts included, is kept."""
+    start = tree_text.index("leaf_value=") + len("leaf_value=")
+    end = tree_text.index("\n", start)
+    if len(tree_text[start:end].split(" ")) != values.shape[0]:
+        raise ValueError(f"a tree with {len(tree_text[start:end].split(' '))} leaves got {values.shape[0]} values")
+    return f"{tree_text[:start]}{_format_values(values)}{tree_text[end:]}"
+
+
 def _format_values(values: np.ndarray) -> str:
     # repr() of a Python float is the shortest string that parses back to the same double.
     return " ".join(repr(float(v)) for v in values)

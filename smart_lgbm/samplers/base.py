@@ -29,7 +29,7 @@ import numpy as np
 from ..losses.base import Loss, Target, defining_class
 from . import compiled
 from .adaptive import AdaptiveRate, observe_sample
-from .spec import PROBABILITY_RATE, RATE, RHO
+from .spec import PROBABILITY_RATE, RATE, REFIT_LEAVES, RHO
 
 
 class GradientHistory:
@@ -236,11 +236,18 @@ class Sampler(ABC):
         True when the sample depends only on the state, never on ``rng``: the engine then
         stops once an iteration cannot split (every later one would repeat it) instead of
         going on with the next sample.
+    refit_leaves : bool
+        Whether :func:`smart_lgbm.train` sets each sampled tree's leaf values from every
+        training row (``-sum g / (sum h + lambda_l2)`` over the rows in the leaf, times the
+        learning rate) instead of from the sample's reweighted gradients: the sample then
+        only chooses the splits.  Costs one more pass over the training rows per sampled
+        iteration; iterations that draw every row are left as LightGBM fits them.
     """
 
     history_length: int = 0
     needs_leaves: bool = False
     deterministic: bool = False
+    refit_leaves: bool = False
 
     @abstractmethod
     def sample(self, state: SamplingState, rng: np.random.Generator) -> Sample:
@@ -254,7 +261,9 @@ class Sampler(ABC):
         return None
 
     def __repr__(self) -> str:
-        params = ", ".join(f"{k}={v!r}" for k, v in vars(self).items() if not k.startswith("_") and v is not None)
+        # (refit_leaves only when on: the samplers' usual form stays as it was)
+        params = ", ".join(f"{k}={v!r}" for k, v in vars(self).items()
+                           if not k.startswith("_") and v is not None and not (k == "refit_leaves" and v is False))
         return f"{type(self).__name__}({params})"
 
 
@@ -296,6 +305,9 @@ class ProbabilitySampler(Sampler):
         while the sampled trees are noise-dominated (:mod:`smart_lgbm.samplers.adaptive`).
     rho : float > 0, optional
         Fixed ``rho`` as in the paper (the rate then varies per iteration).
+    refit_leaves : bool, default=False
+        Leaf values from every training row, the sample choosing only the splits
+        (:attr:`Sampler.refit_leaves`).
 
     Notes
     -----
@@ -333,7 +345,7 @@ class ProbabilitySampler(Sampler):
             _FIT_KERNELS.add(cls)
 
     def __init__(self, rate: float | str | AdaptiveRate | None = PROBABILITY_RATE.default,
-                 rho: float | None = RHO.default) -> None:
+                 rho: float | None = RHO.default, refit_leaves: bool = REFIT_LEAVES.default) -> None:
         if rate is not None and rho is not None:
             raise ValueError("give either rate or rho, not both")
         owner = type(self).__name__
@@ -341,6 +353,7 @@ class ProbabilitySampler(Sampler):
         # (the rate Params convert "auto" to an AdaptiveRate)
         self.rate = cast("float | AdaptiveRate | None", RATE.default if rate is None and rho is None else rate)
         self.rho = RHO.check(rho, owner)
+        self.refit_leaves = REFIT_LEAVES.check(refit_leaves, owner)
 
     @property
     def needs_leaves(self) -> bool:  # type: ignore[override]

@@ -12,16 +12,16 @@ from typing import Any
 from .base import Sampler
 from .importance import MVS, FirstOrder, LossBased, SecondOrder
 from .simple import Full, Uniform, WeightTrimming
-from .spec import ALPHA, ANCHOR_LAG, ETA, PROBABILITY_RATE, RATE, REG, RHO, SamplerSpec
+from .spec import ALPHA, ANCHOR_LAG, ETA, PROBABILITY_RATE, RATE, REFIT_LEAVES, REG, RHO, SamplerSpec
 
 SPECS: dict[str, SamplerSpec] = {spec.name: spec for spec in (
     SamplerSpec("full", Full),
-    SamplerSpec("uniform", Uniform, (RATE,)),
-    SamplerSpec("weight_trimming", WeightTrimming, (ALPHA,)),
-    SamplerSpec("first_order", FirstOrder, (PROBABILITY_RATE, RHO)),
-    SamplerSpec("second_order", SecondOrder, (PROBABILITY_RATE, RHO, ETA, ANCHOR_LAG)),
-    SamplerSpec("mvs", MVS, (PROBABILITY_RATE, RHO, REG)),
-    SamplerSpec("loss_based", LossBased, (PROBABILITY_RATE, RHO)),
+    SamplerSpec("uniform", Uniform, (RATE, REFIT_LEAVES)),
+    SamplerSpec("weight_trimming", WeightTrimming, (ALPHA, REFIT_LEAVES)),
+    SamplerSpec("first_order", FirstOrder, (PROBABILITY_RATE, RHO, REFIT_LEAVES)),
+    SamplerSpec("second_order", SecondOrder, (PROBABILITY_RATE, RHO, ETA, ANCHOR_LAG, REFIT_LEAVES)),
+    SamplerSpec("mvs", MVS, (PROBABILITY_RATE, RHO, REG, REFIT_LEAVES)),
+    SamplerSpec("loss_based", LossBased, (PROBABILITY_RATE, RHO, REFIT_LEAVES)),
 )}
 
 

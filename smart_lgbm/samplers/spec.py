@@ -14,13 +14,13 @@ from dataclasses import dataclass
 from numbers import Integral, Real
 from typing import TYPE_CHECKING, Any
 
-from .._validation import Constraint, InstanceOf, Interval, NoneValue, Options, Param
+from .._validation import Boolean, Constraint, InstanceOf, Interval, NoneValue, Options, Param
 from .adaptive import AdaptiveRate, adaptive_rate_from_table
 
 if TYPE_CHECKING:
     from .base import Sampler
 
-__all__ = ["ALPHA", "ANCHOR_LAG", "ETA", "PROBABILITY_RATE", "REG", "RHO", "RATE", "SamplerSpec"]
+__all__ = ["ALPHA", "ANCHOR_LAG", "ETA", "PROBABILITY_RATE", "REFIT_LEAVES", "REG", "RHO", "RATE", "SamplerSpec"]
 
 
 def _rate_object(value: Any) -> Any:
@@ -64,6 +64,8 @@ ETA = Param("eta", (Interval(Real, 0, None, closed="left"),), 1.0,
 ANCHOR_LAG = Param("anchor_lag", (Interval(Integral, 1, None, closed="left"), NoneValue()), None,
                    "iterations back to the regulariser's anchor; None (\"off\" in configs): no regulariser",
                    none_in_toml="off")
+REFIT_LEAVES = Param("refit_leaves", (Boolean(),), False,
+                     "set each tree's leaf values from all training rows (the sample only chooses the splits)")
 REG = Param("reg", (Interval(Real, 0, None, closed="left"), Options(("auto",))), "auto",
             "lambda of sqrt(g^2 + lambda h^2); \"auto\": (sum|g| / sum h)^2 each iteration")
 

@@ -1,0 +1,151 @@
+"""Leaf values from every training row for trees grown on a sample (``refit_leaves``).
+
+A sampler with :attr:`~smart_lgbm.samplers.Sampler.refit_leaves` lets the sample choose
+each tree's splits only: once LightGBM has grown the tree on the sampled rows, every
+training row is sent to its leaf and each leaf gets LightGBM's Newton output from the sums
+of all its rows' gradients,
+
+    v_j = -ThresholdL1(G_j, lambda_l1) / (H_j + lambda_l2),   clipped to max_delta_step,
+
+times the tree's shrinkage (the learning rate), instead of the output of the sample's
+reweighted sums.  The importance-weighted estimate of a leaf's gradient sum has a variance
+that does not shrink as the model converges (the noise floor the adaptive rate fights,
+:mod:`smart_lgbm.samplers.adaptive`); with the sums of all rows each leaf's step is exact
+and only the choice of splits is sampled.  The price: one more pass over the training rows
+per sampled iteration (the walk to the leaves, then the sums; the scores' update then reads
+the leaves instead of walking again).
+
+Every sum is over fixed blocks of rows added in block order (:mod:`smart_lgbm._refit_kernels`),
+and on several machines the machines' sums are added in rank order, so the values, and the
+model, are the same at any number of threads.  The tree's ``leaf_value`` line is rewritten
+with the new values (round-trip exact); its internal nodes' values and the sample's counts
+and hessian sums (``leaf_count``, ``leaf_weight``, which LightGBM's SHAP values use as
+covers) are kept.
+
+Not with ``path_smooth`` (a smoothed output depends on the parent's output fitted on the
+sample) or monotone constraints (new values could break them): refused when the run starts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from . import _lightgbm
+from .samplers.compiled import BLOCK
+
+__all__ = ["LeafRule", "add_by_leaf", "check_refit_params", "leaf_sums", "refit_values", "sum_machines"]
+
+#: LightGBM's kZeroThreshold: a leaf value this close to zero is written as 0 (MaybeRoundToZero).
+_ZERO = 1e-35
+
+
+def _kernels() -> Any:
+    from . import _refit_kernels  # numba loads on first use
+
+    return _refit_kernels
+
+
+def check_refit_params(params: dict[str, Any]) -> None:
+    """Refuse the tree parameters a refit cannot honour (canonical names), naming them.
+
+    Raises
+    ------
+    ValueError
+        For ``path_smooth > 0`` or any non-zero ``monotone_constraints``.
+    """
+    if float(params.get("path_smooth", 0.0) or 0.0) > 0.0:
+        raise ValueError("refit_leaves=True cannot be combined with path_smooth > 0: a smoothed leaf value depends "
+                         "on its parent's output fitted on the sample; set path_smooth=0 or refit_leaves=False")
+    constraints = params.get("monotone_constraints")
+    if constraints is not None:
+        values = constraints.split(",") if isinstance(constraints, str) else np.ravel(constraints)
+        if any(float(v) != 0.0 for v in values if str(v).strip()):
+            raise ValueError("refit_leaves=True cannot be combined with monotone_constraints: leaf values refitted "
+                             "on all rows may break the constraints; drop them or set refit_leaves=False")
+
+
+@dataclass(frozen=True)
+class LeafRule:
+    """LightGBM's leaf output from a leaf's sums (``CalculateSplittedLeafOutput`` without
+    path smoothing or constraints)."""
+
+    lambda_l1: float = 0.0
+    lambda_l2: float = 0.0
+    max_delta_step: float = 0.0
+
+    @classmethod
+    def from_params(cls, params: dict[str, Any]) -> LeafRule:
+        """The rule of the tree parameters ``params`` (canonical names; LightGBM's defaults)."""
+        return cls(float(params.get("lambda_l1", 0.0)), float(params.get("lambda_l2", 0.0)),
+                   float(params.get("max_delta_step", 0.0)))
+
+    def outputs(self, grad_sums: np.ndarray, hess_sums: np.ndarray) -> np.ndarray:
+        """Each leaf's output (before shrinkage) for its sums of ``g`` and ``h``; 0 for a
+        leaf without hessian (no row reaches it, or only rows of zero hessian)."""
+        g = grad_sums
+        if self.lambda_l1 > 0.0:
+            g = np.sign(g) * np.maximum(np.abs(g) - self.lambda_l1, 0.0)
+        denominator = hess_sums + self.lambda_l2
+        out = np.divide(-g, denominator, out=np.zeros_like(g), where=denominator > 0.0)
+        if self.max_delta_step > 0.0:
+            out = np.clip(out, -self.max_delta_step, self.max_delta_step)
+        return out
+
+
+def leaf_sums(leaves: np.ndarray, grad: np.ndarray, hess: np.ndarray, k: int,
+              width: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each leaf's sums ``(G, H)`` of column ``k`` of ``grad``/``hess`` over the rows in it.
+
+    ``leaves``: int32 ``(n, K)``; ``grad``, ``hess``: float32 ``(n, K)``; every leaf below
+    ``width``.  The same doubles at any number of threads (blocks added in block order).
+    """
+    n = leaves.shape[0]
+    tables = np.zeros(((n + BLOCK - 1) // BLOCK, 2, width))
+    _kernels().leaf_sums(leaves, grad, hess, k, tables)
+    sums = np.zeros((2, width))
+    for table in tables:  # in block order
+        sums += table
+    return sums[0], sums[1]
+
+
+def sum_machines(gathered: list[list[tuple[np.ndarray, np.ndarray]]]) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Every machine's per-tree ``(G, H)`` (in rank order, as ``allgather`` gives them) added
+    up in rank order: the same doubles on every machine."""
+    totals = []
+    for k in range(len(gathered[0])):
+        g, h = np.zeros_like(gathered[0][k][0]), np.zeros_like(gathered[0][k][1])
+        for machine in gathered:
+            g, h = g + machine[k][0], h + machine[k][1]
+        totals.append((g, h))
+    return totals
+
+
+def refit_values(tree_text: str, written_as: str, grad_sums: np.ndarray, hess_sums: np.ndarray, rule: LeafRule,
+                 bias: float | None) -> np.ndarray:
+    """A tree's new leaf values, as LightGBM writes them.
+
+    ``tree_text``: the body the engine keeps (its leaf values give the tree's size);
+    ``written_as``: the same tree as LightGBM wrote it before any bias was folded in (its
+    ``shrinkage`` is the learning rate); ``bias``: the initial score folded into this tree,
+    or None.  A one-leaf tree (no split) keeps its value, as LightGBM gives it.
+    """
+    old = _lightgbm.leaf_values_of(tree_text)
+    if old.shape[0] == 1:
+        return old
+    values = rule.outputs(grad_sums, hess_sums) * _lightgbm.tree_shrinkage(written_as)
+    values[np.abs(values) <= _ZERO] = 0.0  # (Tree::Shrinkage's MaybeRoundToZero)
+    if bias is not None:  # as fold_bias adds it (Tree::AddBias)
+        values = values + bias
+        values[np.abs(values) <= _ZERO] = 0.0
+    return values
+
+
+def add_by_leaf(scores: np.ndarray, leaves: np.ndarray, values: list[np.ndarray]) -> None:
+    """``scores[i, k] += values[k][leaves[i, k]]``: each row's output, read from its leaf."""
+    table = np.zeros((len(values), max(v.shape[0] for v in values)))
+    for k, v in enumerate(values):
+        table[k, :v.shape[0]] = v
+    _kernels().add_by_leaf(scores, leaves, table)
