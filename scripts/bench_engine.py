@@ -81,7 +81,7 @@ CASES: dict[str, tuple[str, float, int, dict]] = {
 SHARED = {"learning_rate": 0.1, "verbosity": -1, "seed": 1}
 DEFAULT_THREADS = 2
 METHODS = ["stock_full", "stock_bagging", "stock_goss", "engine_uniform", "engine_first_order", "engine_mvs",
-           "engine_full"]
+           "engine_first_order_refit", "engine_full"]
 STEPS = ("sample_seconds", "tree_seconds", "update_seconds")
 
 
@@ -177,7 +177,8 @@ def _train(X, y, group, case: str, method: str, rounds: int,
         lgb.train({**params, **extra_params}, dataset, rounds, callbacks=[clock])
     else:
         sampler = {"engine_uniform": sl.Uniform(rate), "engine_first_order": sl.FirstOrder(rate=rate),
-                   "engine_mvs": sl.MVS(rate=rate), "engine_full": sl.Full()}[method]
+                   "engine_mvs": sl.MVS(rate=rate), "engine_full": sl.Full(),
+                   "engine_first_order_refit": sl.FirstOrder(rate=rate, refit_leaves=True)}[method]
         sl.train(params, dataset, rounds, sampler=sampler, callbacks=[clock, sl.record_sampling(record)])
     return times, record
 
@@ -322,6 +323,7 @@ def _run(args: list[str]) -> dict:
 LABELS = {"stock_full": "stock full", "stock_bagging": "stock bagging_fraction={r}",
           "stock_goss": "stock GOSS top_rate=other_rate={h}", "engine_uniform": "engine Uniform({r})",
           "engine_first_order": "engine FirstOrder(rate={r})", "engine_mvs": "engine MVS(rate={r})",
+          "engine_first_order_refit": "engine FirstOrder(rate={r}, refit_leaves=True)",
           "engine_full": "engine Full()"}
 
 
