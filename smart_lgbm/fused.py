@@ -78,9 +78,10 @@ class FusedPass:
         norms = np.zeros((nb, 2))
         add_coded_outputs(codes, forest, scores, leaves, known, rows_checked=True)
         if self.k == 1:
-            _kernels().one_column(self.n, scores.reshape(self.n), self.loss, self.sign, self.label, self.weight,
-                                  self.param, grad.reshape(self.n), hess.reshape(self.n), self.stats, self.kind,
-                                  bmax, bpos, bbad, bsum, norms)
+            kernels = _kernels()
+            kernels.one_column(self.n, scores.reshape(self.n), self.loss, self.sign, self.label, self.weight,
+                               self.param, grad.reshape(self.n), hess.reshape(self.n), self.stats, self.kind,
+                               bmax, bpos, bbad, bsum, norms, kernels.threads())
         else:
             _kernels().gradients_statistics(self.n, scores, self.cls, self.weight, self.param, grad, hess,
                                             self.stats, self.kind, bmax, bpos, bbad, bsum, norms)
