@@ -571,11 +571,13 @@ class Fit:
     eta: float = 0.0
 
 
-def draw_sample(solution: Solution, h: np.ndarray, fit: Fit, rng: np.random.Generator, workspace: Workspace,
-                squeeze: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def draw_sample(solution: Solution, h: np.ndarray, fit: Fit, rng: np.random.Generator | None, workspace: Workspace,
+                squeeze: bool, key: np.uint64 | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Draw row ``i`` with probability ``p_i`` and return it with ``g~ / p_i``, ``h / p_i``.
 
-    The uniforms come from one 64-bit key taken from ``rng``; an empty draw is replaced by
+    The uniforms come from one 64-bit key: ``key`` when given (the iteration's generator's
+    first ``random_raw()``, :func:`smart_lgbm.iteration.draw_key`; ``rng`` is then not read),
+    else taken from ``rng``; an empty draw is replaced by
     the single row minimising ``u_i / p_i`` (see ``_kernels.closest_row``).
     Returns ``(indices, grad, hess)`` of the sample; ``squeeze`` gives ``(m,)`` gradients
     instead of ``(m, 1)``.
@@ -583,7 +585,10 @@ def draw_sample(solution: Solution, h: np.ndarray, fit: Fit, rng: np.random.Gene
     k = _kernels()
     imp = solution.importance
     sol = (solution.c1, solution.c2, solution.rho)
-    key = np.uint64(rng.bit_generator.random_raw())
+    if key is None:
+        if rng is None:
+            raise TypeError("draw_sample needs a generator (rng) or its key")
+        key = np.uint64(rng.bit_generator.random_raw())
     scratch = workspace.array("draw", imp.n, np.int32)
     counts = np.empty(n_blocks(imp.n), np.int64)
     k.draw(*imp.args(), *sol, key, scratch, counts)
