@@ -34,10 +34,16 @@ from .walk.forest import add_coded_outputs
 LOSSES = {"binary": 0, "l2": 1, "softmax": 2}
 
 
-def _kernels() -> Any:
-    from . import _fused_kernels  # numba loads on first use
+_KERNELS: Any = None
 
-    return _fused_kernels
+
+def _kernels() -> Any:
+    global _KERNELS
+    if _KERNELS is None:  # numba loads on first use
+        from . import _fused_kernels as kernels
+
+        _KERNELS = kernels
+    return _KERNELS
 
 
 class FusedPass:

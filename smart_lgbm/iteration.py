@@ -58,10 +58,16 @@ def stream_rng(seed: int, iteration: int, stream: int | None) -> np.random.Gener
 _KEY_ONLY = frozenset({ProbabilitySampler.sample, Uniform.sample})
 
 
-def _kernels() -> Any:
-    from . import _iteration_kernels  # numba loads on first use
+_KERNELS: Any = None
 
-    return _iteration_kernels
+
+def _kernels() -> Any:
+    global _KERNELS
+    if _KERNELS is None:  # numba loads on first use
+        from . import _iteration_kernels as kernels
+
+        _KERNELS = kernels
+    return _KERNELS
 
 
 def _words(value: int, out: list[int]) -> None:

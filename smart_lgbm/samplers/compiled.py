@@ -58,10 +58,16 @@ BLOCK = 16384
 STATS_NONE, STATS_SCAN, STATS_NORMS = 0, 1, 2
 
 
-def _kernels():
-    from . import _kernels  # numba loads on first use, not when smart_lgbm is imported
+_KERNELS = None
 
-    return _kernels
+
+def _kernels():
+    global _KERNELS
+    if _KERNELS is None:  # numba loads on first use, not when smart_lgbm is imported
+        from . import _kernels as kernels
+
+        _KERNELS = kernels
+    return _KERNELS
 
 
 class Workspace:
@@ -590,16 +596,14 @@ def draw_sample(solution: Solution, h: np.ndarray, fit: Fit, rng: np.random.Gene
             raise TypeError("draw_sample needs a generator (rng) or its key")
         key = np.uint64(rng.bit_generator.random_raw())
     scratch = workspace.array("draw", imp.n, np.int32)
-    counts = np.empty(n_blocks(imp.n), np.int64)
-    k.draw(*imp.args(), *sol, key, scratch, counts)
+    nb = n_blocks(imp.n)
+    counts, offsets = workspace.array("counts", nb, np.int64), workspace.array("offsets", nb, np.int64)
+    m = k.draw(*imp.args(), *sol, key, scratch, counts, offsets)
     block = k.BLOCK
-    if not counts.any():
+    if m == 0:
         row = k.closest_row(*imp.args(), *sol, key)
         scratch = np.array([row], dtype=np.int32)
-        counts = np.ones(1, dtype=np.int64)
-    offsets = np.zeros(counts.shape[0], dtype=np.int64)
-    np.cumsum(counts[:-1], out=offsets[1:])
-    m = int(offsets[-1] + counts[-1])
+        counts, offsets, m = np.ones(1, dtype=np.int64), np.zeros(1, dtype=np.int64), 1
     num_class = h.shape[1]
     src = fit.source
     anchor = fit.anchor if fit.anchor is not None else _no_rows(num_class, src.dtype, read_only=True)
