@@ -17,7 +17,7 @@ with the same message, naming the sampler.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -202,7 +202,7 @@ def draw_iteration(loss: Loss, sampler: Sampler, target: Target, history: Gradie
     state.statistics = statistics
     if type(sampler).sample in _KEY_ONLY:  # a built-in draw: the generator's one key, no generator
         state.draw_key = draw_key(seed, iteration, stream)
-        sample = sampler.sample(state, None)
+        sample = cast("ProbabilitySampler | Uniform", sampler).sample(state, None)
     else:
         sample = sampler.sample(state, stream_rng(seed, iteration, stream))
     check_sample(sample, target.num_rows, loss.num_model_per_iteration, sampler)
