@@ -10,10 +10,16 @@ at most 64 leaves, else :func:`smart_lgbm.walk._kernels.walk_codes`), called jus
 lockstep loop written in this kernel, before the gradients of the same block, ran
 twice as slow (development run, 1M x 28 at one thread: 45-48 ms against 22-27 ms; also as
 a called function or as a second parallel loop, which numba fuses with the first), and the
-gradients are bound by ``exp``, not by reading the scores again.
+gradients are bound by ``exp``, not by reading the scores again.  The bitmask walk in the
+same loop (tried: rows split in runs of walk blocks, each ``BLOCK`` walked, then its
+``g, h``) gained nothing either (development run, 400,000 x 60, one thread, CPU time: walk
+then gradients 2.56 ms, in one loop 2.54 ms), and with the grouped statistics below it
+lost (the walk's code reads evict a group's ``g, h`` before they are scanned: 3.3 ms
+against 2.7 ms for the walk and :func:`one_column` apart).
 
 For each block of ``BLOCK`` rows (the samplers' reduction block,
-:data:`smart_lgbm.samplers._kernels.BLOCK`), in parallel over blocks:
+:data:`smart_lgbm.samplers._kernels.BLOCK`), in parallel over runs of blocks (one run per
+thread; :func:`one_column` forms four blocks' SCAN statistics side by side):
 
 1. compute every row's float32 ``g`` and ``h`` at the new scores (the built-in losses'
    row functions of :mod:`smart_lgbm.losses._kernels`, so the same bits as their own
