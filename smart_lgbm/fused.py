@@ -34,10 +34,16 @@ from .walk.forest import add_coded_outputs
 LOSSES = {"binary": 0, "l2": 1, "softmax": 2}
 
 
-def _kernels() -> Any:
-    from . import _fused_kernels  # numba loads on first use
+_KERNELS: Any = None
 
-    return _fused_kernels
+
+def _kernels() -> Any:
+    global _KERNELS
+    if _KERNELS is None:  # numba loads on first use
+        from . import _fused_kernels as kernels
+
+        _KERNELS = kernels
+    return _KERNELS
 
 
 class FusedPass:
@@ -83,9 +89,10 @@ class FusedPass:
         bpos, bbad, bexp = np.zeros(nb, np.int64), np.zeros(nb, np.int64), np.zeros(nb, np.int64)
         norms = np.zeros((nb, 2))
         if self.k == 1:
-            _kernels().one_column(self.n, scores.reshape(self.n), self.loss, self.sign, self.label, self.weight,
-                                  self.param, grad.reshape(self.n), hess.reshape(self.n), self.stats, self.kind,
-                                  bmax, bpos, bbad, bsum, norms)
+            kernels = _kernels()
+            kernels.one_column(self.n, scores.reshape(self.n), self.loss, self.sign, self.label, self.weight,
+                               self.param, grad.reshape(self.n), hess.reshape(self.n), self.stats, self.kind,
+                               bmax, bpos, bbad, bsum, norms, kernels.threads())
         else:
             _kernels().gradients_statistics(self.n, scores, self.cls, self.weight, self.param, grad, hess,
                                             self.stats, self.kind, bmax, bpos, bbad, bsum, norms)

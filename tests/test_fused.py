@@ -170,3 +170,41 @@ def test_fused_statistics_are_the_scan_passes_values():
         for want_sum in (True, False):
             assert compiled._scan(imp, "x", want_sum, stats) == compiled._scan(imp, "x", want_sum)
 
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+@pytest.mark.parametrize("kind", [compiled.FIRST, compiled.SECOND])
+def test_grouped_statistics_equal_the_scan_kernel_per_block(kind, threads):
+    """``one_column`` forms the SCAN statistics of whole groups of blocks side by side: every
+    block's values (and the g, h) are still those the sampler's scan kernel forms for it,
+    whichever thread and group take it, also for a block holding a NaN gradient (scanned
+    again exactly) and the partial last block."""
+    from smart_lgbm import _fused_kernels as fk
+    from smart_lgbm.samplers import _kernels as sk
+
+    block = compiled.BLOCK
+    n = 9 * block + 5_000  # two full groups on one thread and block by block tails, at 1 to 3 threads
+    rng = np.random.default_rng(11)
+    raw = rng.normal(scale=3.0, size=n)
+    raw[2 * block + 17] = np.nan  # a bad gradient inside a full group's block
+    sign = np.where(rng.random(n) < 0.4, 1, -1).astype(np.int8)
+    nb = compiled.n_blocks(n)
+    empty = np.empty(0)
+    before = numba.get_num_threads()
+    try:
+        numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+        grad, hess = np.empty(n, np.float32), np.empty(n, np.float32)
+        blocks = np.zeros(nb), np.zeros(nb, np.int64), np.zeros(nb, np.int64), np.zeros(nb)
+        fk.one_column(n, raw, fk.BINARY, sign, empty, empty, 1.0, grad, hess, compiled.STATS_SCAN, kind, *blocks,
+                      np.zeros((nb, 2)), numba.get_num_threads())
+    finally:
+        numba.set_num_threads(before)
+    g2, h2 = np.empty(n, np.float32), np.empty(n, np.float32)
+    BinaryLogloss().compute_gradients(raw, sl.losses.base.Target(np.where(sign > 0, 1.0, 0.0)), g2, h2)
+    assert grad.tobytes() == g2.tobytes() and hess.tobytes() == h2.tobytes()
+    bmax, bpos, bbad, bexp, bsum = compiled.scan_blocks(n)
+    sk.scan(compiled.KIND_MARKERS[kind], n, grad.reshape(n, 1), hess.reshape(n, 1), empty, 0.0, True, True,
+            bmax, bpos, bbad, bexp, bsum)
+    assert blocks[2][2] == 1  # the NaN block's bad count: its fast loop did not settle it
+    for mine, reference in zip(blocks, (bmax, bpos, bbad, bsum), strict=True):
+        assert mine.tobytes() == reference.tobytes()

@@ -16,7 +16,7 @@ import pytest
 
 import smart_lgbm as sl
 from smart_lgbm import boosting, objective
-from smart_lgbm.iteration import check_sample, draw_iteration, stream_rng
+from smart_lgbm.iteration import check_sample, draw_iteration, draw_key, stream_rng
 from smart_lgbm.losses import BinaryLogloss, Target
 from smart_lgbm.samplers import GradientHistory, Sample, Sampler, SamplingState
 
@@ -260,3 +260,52 @@ def test_dask_workers_refuse_a_malformed_sample(client):
     with pytest.raises(ValueError, match=r"Duplicated\(\) returned indices that are not sorted, unique"):
         lgb.DaskLGBMClassifier(client=client, objective=obj, n_estimators=3, num_leaves=7,
                                verbose=-1).fit(X, y, callbacks=[obj.callback])
+
+
+def test_draw_key_is_the_iteration_generators_first_raw_output():
+    """draw_key computes numpy's PCG64(SeedSequence(...)) first output itself: the same 64 bits
+    for every seed, iteration and stream (multi-word seeds and spawn keys included), and
+    numpy's own path beyond 64 bits."""
+    rng = np.random.default_rng(2)
+    cases = [(0, 0, None), (0, 0, 0), (1, 0, None), (2**32, 7, 3), (2**64 - 1, 2**64 - 1, 2**64 - 1),
+             (2**64, 1, None), (5, 2**70, 2)]
+    for trial in range(2000):
+        seed = int(rng.integers(0, 2**63)) if trial % 2 else int(rng.integers(0, 2**31))
+        iteration = int(rng.integers(0, 2**40)) if trial % 7 == 0 else trial
+        stream = None if trial % 3 else int(rng.integers(0, 2**34 if trial % 5 == 0 else 64))
+        cases.append((seed, iteration, stream))
+    for seed, iteration, stream in cases:
+        expected = stream_rng(seed, iteration, stream).bit_generator.random_raw()
+        assert int(draw_key(seed, iteration, stream)) == expected, (seed, iteration, stream)
+
+
+@pytest.mark.parametrize("make", [lambda: sl.FirstOrder(rate=0.2), lambda: sl.MVS(rate=0.2),
+                                  lambda: sl.SecondOrder(rate=0.2), lambda: sl.Uniform(0.3)])
+def test_builtin_draws_through_draw_iteration_equal_the_draw_with_the_generator(make):
+    """draw_iteration hands the built-in samplers the generator's key, not the generator: the
+    same sample as their own sample() with the iteration's generator (and a subclass that
+    overrides sample() still gets a generator)."""
+    rng = np.random.default_rng(4)
+    n = 3000
+    raw = rng.normal(size=n)
+    target = Target(label=(rng.random(n) < 0.5).astype(float))
+    loss = BinaryLogloss()
+    for stream in (None, 2):
+        grad, hess = np.empty(n, np.float32), np.empty(n, np.float32)
+        sample = draw_iteration(loss, make(), target, GradientHistory(maxlen=2), raw, grad, hess, iteration=6,
+                                seed=9, stream=stream)
+        state = SamplingState(6, grad, hess, raw, loss, target, GradientHistory(maxlen=2))
+        expected = make().sample(state, stream_rng(9, 6, stream))
+        for a, b in ((sample.indices, expected.indices), (sample.grad, expected.grad), (sample.hess, expected.hess)):
+            assert a.tobytes() == b.tobytes()
+    seen = []
+
+    class Overriding(type(make())):
+        def sample(self, state, rng):
+            seen.append(rng)
+            return super().sample(state, rng)
+
+    grad, hess = np.empty(n, np.float32), np.empty(n, np.float32)
+    draw_iteration(loss, Overriding(rate=make().rate), target,
+                   GradientHistory(maxlen=2), raw, grad, hess, iteration=6, seed=9)
+    assert isinstance(seen[0], np.random.Generator)

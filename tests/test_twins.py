@@ -97,9 +97,12 @@ def test_sampler_kernels_twins_give_the_same_bits(num_class):
         assert outs[0].tobytes() == outs[1].tobytes()
         scratch = [np.empty(n, np.int32), np.empty(n, np.int32)]
         counts = [np.empty(n_blocks(n), np.int64), np.empty(n_blocks(n), np.int64)]
-        k.draw.serial(*imp, c1, c2, rho, np.uint64(7), scratch[0], counts[0])
-        k.draw.parallel(*imp, c1, c2, rho, np.uint64(7), scratch[1], counts[1])
+        offsets = [np.empty(n_blocks(n), np.int64), np.empty(n_blocks(n), np.int64)]
+        drawn = [k.draw.serial(*imp, c1, c2, rho, np.uint64(7), scratch[0], counts[0], offsets[0]),
+                 k.draw.parallel(*imp, c1, c2, rho, np.uint64(7), scratch[1], counts[1], offsets[1])]
         assert counts[0].tobytes() == counts[1].tobytes() and counts[0].sum() > 0
+        assert drawn[0] == drawn[1] == counts[0].sum() and offsets[0].tobytes() == offsets[1].tobytes()
+        assert offsets[0].tolist() == [0, *np.cumsum(counts[0])[:-1].tolist()]
         for b, c in enumerate(counts[0]):
             lo = b * k.BLOCK
             assert scratch[0][lo:lo + c].tobytes() == scratch[1][lo:lo + c].tobytes()

@@ -643,11 +643,12 @@ def probabilities(kind, n, g, h, buf, lam, c1, c2, rho, out):
 
 
 @row_kernel(rows=1)
-def draw(kind, n, g, h, buf, lam, c1, c2, rho, key, scratch, counts):
+def draw(kind, n, g, h, buf, lam, c1, c2, rho, key, scratch, counts, offsets):
     """Bernoulli draw: block ``b``'s drawn rows go, in order, to ``scratch[b * BLOCK:]``.
 
-    Writes the number drawn per block into ``counts`` (int64, one per ``BLOCK`` rows,
-    allocated by the caller: see :func:`scan`).  Each block reads views of its own rows
+    Writes the number drawn per block into ``counts`` and where each block's rows start in
+    the sample into ``offsets`` (int64, one per ``BLOCK`` rows, allocated by the caller: see
+    :func:`scan`); returns the number drawn.  Each block reads views of its own rows
     (:func:`_block_rows`).
     """
     nb = (n + BLOCK - 1) // BLOCK
@@ -665,6 +666,11 @@ def draw(kind, n, g, h, buf, lam, c1, c2, rho, key, scratch, counts):
             out[c] = lo + j
             c += np.int64(drawn)
         counts[b] = c
+    total = 0
+    for b in range(nb):  # (the gather's offsets here: no numpy calls per iteration for them)
+        offsets[b] = total
+        total += counts[b]
+    return total
 
 
 @row_kernel(rows=1)

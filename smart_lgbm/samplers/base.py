@@ -122,6 +122,11 @@ class SamplingState:
         Set by the engine when its fused pass (:mod:`smart_lgbm.fused`) computed ``grad``
         and ``hess`` together with what the built-in sampler's rate solve reads from them
         (what it asked for in ``_fused_statistics()``); None otherwise.
+    draw_key : numpy.uint64 or None
+        Set by :func:`smart_lgbm.iteration.draw_iteration` for the built-in ``sample``
+        methods, which it then calls with ``rng=None``: the one 64-bit key their draw takes
+        from the iteration's generator (its first ``random_raw()``), computed without
+        building the generator.  None otherwise (the draw then takes it from ``rng``).
     """
 
     def __init__(self, iteration: int, grad: np.ndarray, hess: np.ndarray, raw: np.ndarray, loss: Loss,
@@ -137,6 +142,7 @@ class SamplingState:
         self.history = history
         self._given = {"grad": grad, "hess": hess}
         self.statistics: compiled.Statistics | None = None
+        self.draw_key: np.uint64 | None = None
         self._converted: dict[tuple[str, Any], np.ndarray] = {}
 
     def _as(self, name: str, dtype: Any) -> np.ndarray:
@@ -456,7 +462,7 @@ class ProbabilitySampler(Sampler):
                              f"expected {state.shape}")
         return compiled.Fit(compiled.as_rows(source))
 
-    def sample(self, state: SamplingState, rng: np.random.Generator) -> Sample:
+    def sample(self, state: SamplingState, rng: np.random.Generator | None) -> Sample:
         imp = self._importance_of_state(state)
         workspace = compiled.workspace_of(self)
         # The previous iteration's rho starts this one's solve (same answer, fewer passes);
@@ -468,7 +474,7 @@ class ProbabilitySampler(Sampler):
         workspace.keep("solved_rho", None if solution.solved_rho is None else (state.iteration, solution.solved_rho))
         h = state.kernel_arrays()[1]
         indices, grad, hess = compiled.draw_sample(solution, h, self._fit_of_state(state), rng, workspace,
-                                                   state.one_dimensional)
+                                                   state.one_dimensional, state.draw_key)
         if isinstance(self.rate, AdaptiveRate):
             observe_sample(self.rate, state, indices, grad, hess)
         return Sample(indices, grad, hess)

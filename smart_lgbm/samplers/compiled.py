@@ -58,10 +58,16 @@ BLOCK = 16384
 STATS_NONE, STATS_SCAN, STATS_NORMS = 0, 1, 2
 
 
-def _kernels():
-    from . import _kernels  # numba loads on first use, not when smart_lgbm is imported
+_KERNELS = None
 
-    return _kernels
+
+def _kernels():
+    global _KERNELS
+    if _KERNELS is None:  # numba loads on first use, not when smart_lgbm is imported
+        from . import _kernels as kernels
+
+        _KERNELS = kernels
+    return _KERNELS
 
 
 class Workspace:
@@ -571,11 +577,13 @@ class Fit:
     eta: float = 0.0
 
 
-def draw_sample(solution: Solution, h: np.ndarray, fit: Fit, rng: np.random.Generator, workspace: Workspace,
-                squeeze: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def draw_sample(solution: Solution, h: np.ndarray, fit: Fit, rng: np.random.Generator | None, workspace: Workspace,
+                squeeze: bool, key: np.uint64 | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Draw row ``i`` with probability ``p_i`` and return it with ``g~ / p_i``, ``h / p_i``.
 
-    The uniforms come from one 64-bit key taken from ``rng``; an empty draw is replaced by
+    The uniforms come from one 64-bit key: ``key`` when given (the iteration's generator's
+    first ``random_raw()``, :func:`smart_lgbm.iteration.draw_key`; ``rng`` is then not read),
+    else taken from ``rng``; an empty draw is replaced by
     the single row minimising ``u_i / p_i`` (see ``_kernels.closest_row``).
     Returns ``(indices, grad, hess)`` of the sample; ``squeeze`` gives ``(m,)`` gradients
     instead of ``(m, 1)``.
@@ -583,18 +591,19 @@ def draw_sample(solution: Solution, h: np.ndarray, fit: Fit, rng: np.random.Gene
     k = _kernels()
     imp = solution.importance
     sol = (solution.c1, solution.c2, solution.rho)
-    key = np.uint64(rng.bit_generator.random_raw())
+    if key is None:
+        if rng is None:
+            raise TypeError("draw_sample needs a generator (rng) or its key")
+        key = np.uint64(rng.bit_generator.random_raw())
     scratch = workspace.array("draw", imp.n, np.int32)
-    counts = np.empty(n_blocks(imp.n), np.int64)
-    k.draw(*imp.args(), *sol, key, scratch, counts)
+    nb = n_blocks(imp.n)
+    counts, offsets = workspace.array("counts", nb, np.int64), workspace.array("offsets", nb, np.int64)
+    m = k.draw(*imp.args(), *sol, key, scratch, counts, offsets)
     block = k.BLOCK
-    if not counts.any():
+    if m == 0:
         row = k.closest_row(*imp.args(), *sol, key)
         scratch = np.array([row], dtype=np.int32)
-        counts = np.ones(1, dtype=np.int64)
-    offsets = np.zeros(counts.shape[0], dtype=np.int64)
-    np.cumsum(counts[:-1], out=offsets[1:])
-    m = int(offsets[-1] + counts[-1])
+        counts, offsets, m = np.ones(1, dtype=np.int64), np.zeros(1, dtype=np.int64), 1
     num_class = h.shape[1]
     src = fit.source
     anchor = fit.anchor if fit.anchor is not None else _no_rows(num_class, src.dtype, read_only=True)

@@ -53,7 +53,7 @@ class Uniform(Sampler):
         """An adaptive rate reads the newest tree's leaves (:mod:`.adaptive`)."""
         return isinstance(self.rate, AdaptiveRate)
 
-    def sample(self, state: SamplingState, rng: np.random.Generator) -> Sample:
+    def sample(self, state: SamplingState, rng: np.random.Generator | None) -> Sample:
         # the compiled draw with the constant importance: p_i = rate.  At rate 1 every row
         # is drawn and the scale is exactly 1.0: the sampling path adds nothing to Full().
         adaptive = isinstance(self.rate, AdaptiveRate)
@@ -61,7 +61,7 @@ class Uniform(Sampler):
         g, h = state.kernel_arrays()
         solution = compiled.Solution(compiled.Importance(compiled.CONST, state.num_rows, g, h), 1.0, 1.0, rate)
         indices, grad, hess = compiled.draw_sample(solution, h, compiled.Fit(g), rng, compiled.workspace_of(self),
-                                                   state.one_dimensional)
+                                                   state.one_dimensional, state.draw_key)
         if adaptive:
             observe_sample(self.rate, state, indices, grad, hess, constant_p=rate)
         return Sample(indices, grad, hess)
