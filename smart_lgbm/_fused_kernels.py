@@ -68,10 +68,7 @@ def _block_statistics(b, n, grad, hess, stats, kind, bmax, bpos, bbad, bsum, nor
         for i in range(lo, hi):
             # the sampler kernels' importance (``kind`` an int here: every kind's code, inlined)
             mx, pos, bad, acc = scan_row(_any_kind(kind, grad, hess, _EMPTY, 0.0, i), mx, pos, bad, acc)
-        bmax[b] = mx
-        bpos[b] = pos
-        bbad[b] = bad
-        bsum[b] = acc
+        bmax[b], bpos[b], bbad[b], bsum[b] = mx, pos, bad, acc
     elif stats == NORMS:
         ga = 0.0
         ha = 0.0
@@ -158,10 +155,7 @@ def _scan_group(v, b, absolute, bmax, bpos, bbad, bsum):
 def _settle(vb, absolute, b, mx, pos, nonzero, acc, bmax, bpos, bbad, bsum):
     """Block ``b``'s values from its fast loop's, or :func:`_scan_exact`'s (see :func:`scan_values`)."""
     if _scanned(mx, pos, nonzero, acc):
-        bmax[b] = mx
-        bpos[b] = pos
-        bbad[b] = 0
-        bsum[b] = acc
+        bmax[b], bpos[b], bbad[b], bsum[b] = mx, pos, 0, acc
     else:
         bmax[b], bpos[b], bbad[b], bsum[b] = _scan_exact(vb, absolute)
 
@@ -185,11 +179,7 @@ def _one_column_block(b, n, raw, loss, sign, label, weight, weighted, param, gra
     # into the loop above they cost twice as much: the sums wait on every exp call)
     if stats == SCAN and not scan_later:
         # _score of FIRST (|g|) or SECOND (h) for one column
-        mx, pos, bad, acc = scan_values(gg if kind == FIRST else hh, kind == FIRST)
-        bmax[b] = mx
-        bpos[b] = pos
-        bbad[b] = bad
-        bsum[b] = acc
+        bmax[b], bpos[b], bbad[b], bsum[b] = scan_values(gg if kind == FIRST else hh, kind == FIRST)
     elif stats == NORMS:
         ga = 0.0
         ha = 0.0

@@ -32,6 +32,10 @@ from .adaptive import AdaptiveRate, observe_sample
 from .spec import PROBABILITY_RATE, RATE, REFIT_LEAVES, RHO
 
 
+#: Marks an attribute without a class-level default (:meth:`Sampler._shown`).
+_UNSET = object()
+
+
 class GradientHistory:
     """What samplers may know about earlier iterations.
 
@@ -267,10 +271,17 @@ class Sampler(ABC):
         return None
 
     def __repr__(self) -> str:
-        # (refit_leaves only when on: the samplers' usual form stays as it was)
-        params = ", ".join(f"{k}={v!r}" for k, v in vars(self).items()
-                           if not k.startswith("_") and v is not None and not (k == "refit_leaves" and v is False))
+        params = ", ".join(f"{k}={v!r}" for k, v in vars(self).items() if self._shown(k, v))
         return f"{type(self).__name__}({params})"
+
+    def _shown(self, key: str, value: Any) -> bool:
+        """Whether :meth:`__repr__` shows an attribute: not private, not None, and not equal
+        to the class attribute of the same name (a default such as ``refit_leaves=False``)."""
+        if key.startswith("_") or value is None:
+            return False
+        default = getattr(type(self), key, _UNSET)
+        return (default is _UNSET or isinstance(default, property) or type(default) is not type(value)
+                or default != value)
 
 
 def row_norm(values: np.ndarray) -> np.ndarray:
