@@ -414,6 +414,29 @@ class BoostingRun:
             self._leaves = np.empty((self.train.data.num_rows, self.k), dtype=np.int32)
         return self._leaves
 
+    def release_training(self) -> None:
+        """Free what only the iterations need, once the last one is done and before the final
+        model is loaded: the tree-fitting Booster, the engine's own binned Datasets, the bin
+        codes and the gradient buffers.  On small data they are a few MB of the process's
+        peak, which is reached at that load (docs/engine.md, "Memory").
+
+        What the run still answers afterwards: :meth:`model_string` (the trees, LightGBM's
+        header and parameters are kept as text), the tracked ``scores`` (a callback's
+        ``env.model.eval_*`` after training), :meth:`reset_parameter`.  :meth:`step` then
+        raises (the Booster is freed).  The fitter's one-row Dataset stays for
+        :meth:`OneIterationBooster.parameters_section` (the engine frees it last).
+        """
+        self.fitter.free_booster()
+        for scored in self._scored:
+            scored.walk = None
+            scored.data.release_binned()
+        self.fused = None
+        self._leaves = self._walk_scratch = None
+        self.history.leaves = None
+        self._grad = self._hess = np.empty(0, dtype=np.float32)
+        self._statistics = None
+        self._ready = False
+
     def will_repeat(self) -> bool:
         """Whether the next iteration would repeat one that could not split exactly: no
         random draw in the sampler or the trees, no parameter change since."""

@@ -236,6 +236,9 @@ def _train_loop(run: BoostingRun, cfg: Any, evaluator: Evaluator, eval_sets: lis
             results = exc.best_score
             break
     data_params = training_data_params(train_set, run.train.data.reference)
+    # The run's training structures go before the final model's parameters, text and load:
+    # the process's peak on small data comes there (docs/engine.md, "Memory")
+    run.release_training()
     parameters = _lightgbm.set_parameter_line(run.fitter.parameters_section(cfg.model_params(data_params)), "verbosity",
                                               str(cfg.verbosity))
     model_text = run.model_string(trees_after[best_iteration - 1] if best_iteration else None, parameters,

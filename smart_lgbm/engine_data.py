@@ -60,7 +60,8 @@ class EngineSet:
         Init score LightGBM itself holds for ``handle`` (class-major), which its predictor
         starts from.
     keep : list
-        Objects that must stay alive as long as ``handle``.
+        Objects the engine built that must stay alive as long as ``handle`` (its own
+        Dataset, subsets of it; freed by :meth:`release_binned`).
     reference : lightgbm.Dataset or None
         Training set only: the Dataset that validation sets are binned against.
     pandas_categorical : list or None
@@ -94,6 +95,15 @@ class EngineSet:
         """Drop the raw features (the engine walks bin codes of them instead)."""
         self._raw = None
         self.raw_source = None
+
+    def release_binned(self) -> None:
+        """Free the binned rows the engine built for this set (its own Dataset or subsets of
+        it), once training is over; ``handle`` is then None.  Binned rows the caller
+        constructed are never freed here (``keep`` holds only the engine's)."""
+        for obj in self.keep:
+            _lightgbm.free_owned(obj)
+        self.keep.clear()
+        self.handle = None
 
 
 # --------------------------------------------------------------------------- fields

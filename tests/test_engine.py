@@ -458,6 +458,55 @@ def test_callback_model_reads_the_trees_so_far(a9a_small):
         sl.train({**BASE, "objective": "binary"}, lgb.Dataset(X, y), 2, callbacks=[lambda env: env.model.update()])
 
 
+def test_run_is_released_before_the_final_model_and_env_model_still_answers(a9a_small, monkeypatch):
+    # The engine frees its training structures (tree-fitting Booster, own binned Dataset,
+    # bin codes) before it loads the final model, the process's peak memory on small data.
+    # The returned model, and an env.model a callback keeps, must not notice.
+    from smart_lgbm.boosting import BoostingRun
+
+    (X, y), (Xt, yt) = a9a_small
+    states = []
+    model_string = BoostingRun.model_string
+
+    def spy_model_string(self, num_trees=None, parameters=None, metric=None):
+        if parameters is not None:  # the final model's text
+            states.append((bool(self.fitter.handle), self.train.data.handle, self.train.walk, self.fused))
+        return model_string(self, num_trees, parameters, metric)
+
+    monkeypatch.setattr(BoostingRun, "model_string", spy_model_string)
+    held, last = [], []
+
+    def keep(env):
+        held[:] = [env.model]
+        last[:] = env.evaluation_result_list
+
+    spy = ScoreSpy(sl.FirstOrder(rate=0.3))
+    train_set = lgb.Dataset(X, y)
+    booster = sl.train({**BASE, "objective": "binary"}, train_set, 12, sampler=spy,
+                       valid_sets=[train_set, lgb.Dataset(Xt, yt)], valid_names=["train", "valid"], callbacks=[keep])
+    assert states == [(False, None, None, None)]
+    for t in (1, 6, 11):
+        np.testing.assert_array_equal(booster.predict(X, raw_score=True, num_iteration=t), spy.raw[t])
+    model = held[0]
+    assert model.num_trees() == booster.num_trees() == 12
+    np.testing.assert_array_equal(model.predict(Xt, raw_score=True), booster.predict(Xt, raw_score=True))
+    # the tracked scores stay: the callback's model evaluates as at the last iteration
+    assert [tuple(r)[:3] for r in model.eval_train() + model.eval_valid()] == [tuple(r)[:3] for r in last]
+    model.reset_parameter({"learning_rate": 0.05})  # still forwarded, no handle needed
+    # the caller's Dataset (the engine binned its own copy) trains again to the same model
+    again = sl.train({**BASE, "objective": "binary"}, train_set, 12, sampler=sl.FirstOrder(rate=0.3))
+    assert again.model_to_string() == booster.model_to_string()
+
+
+def test_releasing_the_run_leaves_a_callers_constructed_dataset(a9a_small):
+    (X, y), _ = a9a_small
+    built = lgb.Dataset(X, y, free_raw_data=False).construct()
+    first = sl.train({**BASE, "objective": "binary"}, built, 5, sampler=sl.FirstOrder(rate=0.3))
+    assert built._handle is not None and built.num_data() == X.shape[0]
+    second = sl.train({**BASE, "objective": "binary"}, built, 5, sampler=sl.FirstOrder(rate=0.3))
+    assert second.model_to_string() == first.model_to_string()
+
+
 def test_early_stopping_keeps_the_best_iteration_like_stock():
     X, y = _noisy_binary(2000, 5)
     Xv, yv = _noisy_binary(500, 5, seed=1)

@@ -296,6 +296,17 @@ def test_subset_keeps_bin_mappers_and_clear_field(data):
     copy.free()
 
 
+def test_free_owned_frees_the_engines_datasets_once(data):
+    X, y = data
+    ds = lgb.Dataset(X, y, params={"verbosity": -1}).construct()
+    sub = L.SubsetHandle(L.handle_of(ds), np.arange(10, dtype=np.int32), "")
+    for obj in (sub, ds, sub, ds):  # idempotent
+        L.free_owned(obj)
+    assert not sub.handle and L.handle_of(ds) is None
+    with pytest.raises(TypeError, match="SubsetHandle or a lightgbm.Dataset"):
+        L.free_owned(object())
+
+
 def test_callback_model_is_a_booster_of_the_trees_so_far(data):
     X, y = data
     stock = lgb.train({"objective": "binary", "verbosity": -1, "num_leaves": 7}, lgb.Dataset(X, y), 3)

@@ -57,6 +57,7 @@ from .datasets import (
     clear_field,
     constructed_like,
     dataset_params_conflict,
+    free_owned,
     handle_of,
     has_group,
     has_init_score,
@@ -92,7 +93,7 @@ from .versions import SUPPORTED_LIGHTGBM, SUPPORTED_MINOR_VERSIONS, check_versio
 __all__ = [
     "SUPPORTED_LIGHTGBM", "SUPPORTED_MINOR_VERSIONS", "check_version",
     "param_aliases", "params_to_str",
-    "SubsetHandle", "clear_field", "constructed_like", "dataset_params_conflict", "handle_of", "has_group",
+    "SubsetHandle", "clear_field", "constructed_like", "dataset_params_conflict", "free_owned", "handle_of", "has_group",
     "has_init_score", "has_positions", "num_features", "num_rows",
     "network_free", "network_init",
     "BinMapper", "bin_mappers",

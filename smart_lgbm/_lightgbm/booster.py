@@ -411,11 +411,17 @@ class OneIterationBooster:
         _check(_LIB.LGBM_BoosterRollbackOneIter(self.handle))
         return IterationTrees(texts, outputs, leaves if want_leaves else None, model)
 
-    def free(self) -> None:
-        """Release the Booster and its one-row Dataset (idempotent)."""
+    def free_booster(self) -> None:
+        """Release the C Booster, its training buffers and histograms (idempotent); the
+        one-row Dataset stays for :meth:`parameters_section`, and ``header`` and
+        ``parameters`` (text) stay readable.  :meth:`fit` then raises."""
         if self.handle:
             _check(_LIB.LGBM_BoosterFree(self.handle))
             self.handle = ctypes.c_void_p()
+
+    def free(self) -> None:
+        """Release the Booster and its one-row Dataset (idempotent)."""
+        self.free_booster()
         self._parked.free()
 
     def __del__(self) -> None:

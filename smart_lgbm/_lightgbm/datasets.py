@@ -47,6 +47,20 @@ class SubsetHandle:
             pass
 
 
+def free_owned(obj: SubsetHandle | lgb.Dataset) -> None:
+    """Free the C Dataset of an object the engine built itself (an owned :class:`SubsetHandle`,
+    or a ``lightgbm.Dataset`` it constructed from the caller's raw data); idempotent.
+
+    Never call it on the caller's Dataset: its handle belongs to the caller.
+    """
+    if isinstance(obj, SubsetHandle):
+        obj.free()
+    elif isinstance(obj, lgb.Dataset):
+        obj._free_handle()  # (also frees nothing twice: the handle is set to None)
+    else:
+        raise TypeError(f"free_owned frees a SubsetHandle or a lightgbm.Dataset, got {type(obj).__name__}")
+
+
 def constructed_like(dataset: lgb.Dataset, params: dict[str, Any],
                      reference: lgb.Dataset | None = None) -> lgb.Dataset:
     """The Dataset ``lightgbm.train`` would hand to ``feval`` for ``dataset``: constructed,
