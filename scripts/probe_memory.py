@@ -15,7 +15,9 @@ across it, in fresh processes:
   threading layer;
 * then the training run, with every kernel's first call (its load from numba's cache, or
   its compilation when the cache is cold) measured on its own;
-* stock full training in its own process, for the baseline.
+* stock full training in its own process, for the baseline;
+* the engine's VmRSS and VmHWM after its first and last iteration, around the release of
+  the run's training structures and after the final model's load: where the peak is.
 
 Data as bench_engine's workers read it (its ``make_data`` / ``_load``), so the figures
 match its table's.
@@ -62,6 +64,7 @@ def worker(path: str, method: str, rounds: int) -> dict:
               "num_threads": 2}
     steps: list[tuple[str, float, float]] = []
     last = _status()
+    timeline: list[tuple[str, dict[str, float]]] = []
 
     def mark(name: str) -> None:
         nonlocal last
@@ -104,14 +107,36 @@ def worker(path: str, method: str, rounds: int) -> dict:
                               after["VmRSS"] - before["VmRSS"], after["RssFile"] - before["RssFile"]))
 
         dispatcher.Dispatcher._compile_for_args = measured
+        # VmRSS / VmHWM where the run's peak may be: after the first and the last iteration,
+        # after the run's release of its training structures (just before the final model's
+        # parameters, text and load), and after that load
+        from smart_lgbm.boosting import BoostingRun
+
+        step, release = BoostingRun.step, BoostingRun.release_training
+
+        def timeline_step(self, iteration):
+            record = step(self, iteration)
+            if iteration == 0 or iteration == rounds - 1:
+                timeline.append((f"after iteration {iteration + 1}", _status()))
+            return record
+
+        def timeline_release(self):
+            timeline.append(("before the release of the run's training structures", _status()))
+            release(self)
+            timeline.append(("after it (then the final model's parameters, text and load)", _status()))
+
+        BoostingRun.step, BoostingRun.release_training = timeline_step, timeline_release
         sampler = {"uniform": sl.Uniform(0.3), "first_order": sl.FirstOrder(rate=0.3), "mvs": sl.MVS(rate=0.3),
                    "full": sl.Full()}[method]
         sl.train(params, lgb.Dataset(X, y, params={"verbosity": -1}), rounds, sampler=sampler)
         dispatcher.Dispatcher._compile_for_args = compile_for_args
+        BoostingRun.step, BoostingRun.release_training = step, release
         mark("training (kernels' first loads included)")
         steps.extend((f"  kernel {name}", rss, file) for name, rss, file in loads)
     end = _status()
-    return {"before_training": base, "peak": end["VmHWM"], "steps": steps}
+    timeline.append(("end of training (the final model loaded)", end))
+    return {"before_training": base, "peak": end["VmHWM"], "steps": steps,
+            "timeline": [(name, status["VmRSS"], status["VmHWM"]) for name, status in timeline]}
 
 
 def main() -> None:
@@ -140,6 +165,9 @@ def main() -> None:
         print(f"| stock full: {name} | {rss:.1f} | {file:.1f} |")
     for name, rss, file in engine["steps"]:
         print(f"| engine: {name} | {rss:.1f} | {file:.1f} |")
+    print("\nWhere the engine's peak is:\n\n| point | VmRSS MB | VmHWM MB |\n|---|---:|---:|")
+    for name, rss, hwm in engine["timeline"]:
+        print(f"| {name} | {rss:.1f} | {hwm:.1f} |")
 
 
 if __name__ == "__main__":
