@@ -252,6 +252,35 @@ def test_patience_sets_the_plateau_span_and_zero_turns_the_rule_off():
     assert all(r == pytest.approx(0.1, abs=0.02) for r in off)
 
 
+@pytest.mark.parametrize("make", [lambda c, refit: sl.Uniform(rate=c, refit_leaves=refit),
+                                  lambda c, refit: sl.FirstOrder(rate=c, refit_leaves=refit)],
+                         ids=["Uniform", "FirstOrder"])
+def test_refit_leaves_turns_the_plateau_rule_off(make):
+    # the plateau case of test_a_validation_plateau_grows_the_rate: a sampler whose leaf
+    # values come from every row keeps its rate there; the noise test and the slowdown rule
+    # still decide for it
+    per_leaf, n_leaves = 1000, 8
+    grad = _leaf_gradients(per_leaf, 700, n_leaves)
+    leaves = np.arange(per_leaf * n_leaves) // per_leaf
+    values = np.r_[np.linspace(1.0, 0.5, 10), np.full(30, 0.6)]
+
+    def rates(refit, **kwargs):
+        control = sl.AdaptiveRate(start=0.1, window=5, growth=2.0, **kwargs)
+        return _rates_with_validation(make(control, refit), grad, leaves, values)
+
+    assert max(rates(False)[25:35]) > 0.15  # grown by the plateau rule (the control case)
+    assert all(r == pytest.approx(0.1, abs=0.02) for r in rates(True))
+    # an explicit slowdown rule still applies: the first window's best improved by 0.25 of
+    # the total 0.5, the window after the last new best (decision 19) by nothing
+    grown = rates(True, slowdown=0.01)
+    assert all(r == pytest.approx(0.1, abs=0.02) for r in grown[:20]) and grown[20] == pytest.approx(0.2, abs=0.03)
+    # and the noise test: every leaf's gradient sum zero (pure noise) grows the rate at once
+    signs = np.where((np.arange(per_leaf * n_leaves) // 4) % 2 == 0, 1.0, -1.0)
+    noisy = _rates_with_validation(make(sl.AdaptiveRate(start=0.1, window=1), True), signs, leaves,
+                                   np.linspace(1.0, 0.5, 5))
+    assert noisy[2] > 0.15
+
+
 @pytest.mark.parametrize("higher_is_better", [False, True])
 def test_slowdown_grows_the_rate_on_diminishing_returns(higher_is_better):
     # signal-dominated trees (the noise test alone keeps 0.1), a validation metric that keeps

@@ -487,7 +487,7 @@ class ProbabilitySampler(Sampler):
         indices, grad, hess = compiled.draw_sample(solution, h, self._fit_of_state(state), rng, workspace,
                                                    state.one_dimensional, state.draw_key)
         if isinstance(self.rate, AdaptiveRate):
-            observe_sample(self.rate, state, indices, grad, hess)
+            observe_sample(self.rate, state, indices, grad, hess, refit_leaves=self.refit_leaves)
         return Sample(indices, grad, hess)
 
 

@@ -63,7 +63,8 @@ class Uniform(Sampler):
         indices, grad, hess = compiled.draw_sample(solution, h, compiled.Fit(g), rng, compiled.workspace_of(self),
                                                    state.one_dimensional, state.draw_key)
         if adaptive:
-            observe_sample(self.rate, state, indices, grad, hess, constant_p=rate)
+            observe_sample(self.rate, state, indices, grad, hess, constant_p=rate,
+                           refit_leaves=self.refit_leaves)
         return Sample(indices, grad, hess)
 
     def _fused_statistics(self) -> tuple[int, int] | None:
