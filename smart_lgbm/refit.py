@@ -112,6 +112,7 @@ def leaf_sums(leaves: np.ndarray, grad: np.ndarray, hess: np.ndarray,
     tree ``k`` below ``widths[k]`` (its number of leaves), and ``G``, ``H`` of that length.
     The same doubles at any number of threads (blocks added in block order).
     """
+    _check_rows(leaves, grad, hess, leaves.shape[0], len(widths))
     tables = _tables(leaves.shape[0], widths)
     _kernels().leaf_sums(leaves, grad, hess, tables)
     return _block_order_sums(tables, widths)
@@ -122,10 +123,21 @@ def walk_leaf_sums(codes: BinCodes, forest: BitmaskForest, grad: np.ndarray, hes
     """:func:`leaf_sums` of the leaves the bitmask walk of ``forest`` over ``codes`` reaches,
     written into ``leaves`` (int32 ``(n, K)``) in the same pass: the same leaves as the
     walk's and the same doubles as :func:`leaf_sums` of them."""
+    _check_rows(leaves, grad, hess, codes.num_rows, len(widths))
+    if forest.tstart.shape[0] != len(widths) + 1:
+        raise ValueError(f"a forest of {forest.tstart.shape[0] - 1} trees got {len(widths)} widths")
     tables = _tables(codes.num_rows, widths)
     _kernels().walk_leaf_sums(codes.codes, forest.tstart, forest.tcol, forest.table, forest.leaf_index, grad, hess,
                               leaves, tables)
     return _block_order_sums(tables, widths)
+
+
+def _check_rows(leaves: np.ndarray, grad: np.ndarray, hess: np.ndarray, n: int, k: int) -> None:
+    """The sum kernels index without bounds checks: refuse arrays they would overrun."""
+    for name, array, dtype in (("leaves", leaves, np.int32), ("grad", grad, np.float32), ("hess", hess, np.float32)):
+        if array.dtype != dtype or array.shape != (n, k):  # (any layout: LightGBM's leaves come transposed)
+            raise ValueError(f"{name} must be a {np.dtype(dtype).name} array of shape {(n, k)}, got "
+                             f"{array.dtype} {array.shape}")
 
 
 def _tables(n: int, widths: list[int]) -> np.ndarray:
@@ -134,6 +146,7 @@ def _tables(n: int, widths: list[int]) -> np.ndarray:
 
 
 def _block_order_sums(tables: np.ndarray, widths: list[int]) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Each tree's ``(G, H)``: the per-block tables added in block order, cut to its width."""
     sums = np.zeros(tables.shape[1:])
     _kernels().add_tables(tables, sums)  # in block order
     return [(sums[k, 0, :w], sums[k, 1, :w]) for k, w in enumerate(widths)]

@@ -234,6 +234,11 @@ def test_the_one_pass_walk_and_sums_equal_the_walk_then_the_sums():
         got = refit.walk_leaf_sums(codes, coded.bitmask, grad, hess, leaves, widths)
         for (g, h), (eg, eh) in zip(got, expected, strict=True):
             assert g.tobytes() == eg.tobytes() and h.tobytes() == eh.tobytes()
+    # arrays the kernels would overrun are refused before they run
+    with pytest.raises(ValueError, match="leaves must be a int32 array of shape"):
+        refit.leaf_sums(walked[:, :2], grad, hess, widths)
+    with pytest.raises(ValueError, match="grad must be a float32"):
+        refit.walk_leaf_sums(codes, coded.bitmask, grad.astype(np.float64), hess, walked, widths)
     # and the sums are each leaf's sums (the same doubles as adding the rows in row order)
     for k in range(3):
         g = np.zeros(widths[k])
