@@ -387,19 +387,18 @@ class BoostingRun:
             fitted_values = list(forest.leaf_values)
             widths = [v.shape[0] for v in fitted_values]
             walk = self.train.walk
+            sums = None
             if isinstance(walk, BinCodes):
                 assert self.book is not None  # coded only with the training data's book
                 coded = self.book.coded_forest(forest)
-            if coded is not None and coded.bitmask is not None:  # the walk and the sums in one pass
-                sums = refit.walk_leaf_sums(walk, coded.bitmask, grad2, hess2, leaves, widths)
-            else:  # the lockstep or raw walk (its outputs go to a scratch), then the sums
-                if self._walk_scratch is None:
-                    self._walk_scratch = np.zeros((n, self.k))
-                if coded is not None:
-                    add_coded_outputs(walk, coded, self._walk_scratch, leaves, None)
-                else:
-                    assert isinstance(walk, RawFeatures)  # the plan walks only sets with features
-                    add_outputs(walk, forest, self._walk_scratch, leaves)
+                if coded.bitmask is not None:  # the walk and the sums in one pass
+                    sums = refit.walk_leaf_sums(walk, coded.bitmask, grad2, hess2, leaves, widths)
+                else:  # the lockstep walk (its outputs go to a scratch), then the sums
+                    add_coded_outputs(walk, coded, self._scratch(), leaves, None)
+            else:
+                assert isinstance(walk, RawFeatures)  # the plan walks only sets with features
+                add_outputs(walk, forest, self._scratch(), leaves)
+            if sums is None:
                 sums = refit.leaf_sums(leaves, grad2, hess2, widths)
         else:
             assert fitted.leaves is not None  # the plan asks fit for them (want_leaves)
@@ -432,6 +431,12 @@ class BoostingRun:
             # (a coded validation set walks the new trees; the training rows need no walk)
             coded = coded.with_leaf_values(forest) if coded is not None and len(plan.walked) > 1 else None
         return texts, values, outputs, forest, coded
+
+    def _scratch(self) -> np.ndarray:
+        """The refit walk's outputs of the trees as fitted, thrown away (the walks write them)."""
+        if self._walk_scratch is None:
+            self._walk_scratch = np.zeros((self.train.data.num_rows, self.k))
+        return self._walk_scratch
 
     def _leaf_buffer(self) -> np.ndarray:
         if self._leaves is None:

@@ -96,18 +96,19 @@ class FusedPass:
         norms = np.zeros((nb, 2))
         kernels = _kernels()
         if self.k == 1:
-            args = (self.loss, self.sign, self.label, self.weight, self.param, grad.reshape(self.n),
-                    hess.reshape(self.n), self.stats, self.kind, bmax, bpos, bbad, bsum, norms, kernels.threads())
+            column = (self.loss, self.sign, self.label, self.weight, self.param, grad.reshape(self.n),
+                      hess.reshape(self.n), self.stats, self.kind, bmax, bpos, bbad, bsum, norms, kernels.threads())
             if by_leaf is None:
-                kernels.one_column(self.n, scores.reshape(self.n), *args)
+                kernels.one_column(self.n, scores.reshape(self.n), *column)
             else:
-                kernels.one_column_by_leaf(self.n, scores.reshape(self.n), *by_leaf, *args)
+                kernels.one_column_by_leaf(self.n, scores.reshape(self.n), *by_leaf, *column)
         else:
-            args = (self.cls, self.weight, self.param, grad, hess, self.stats, self.kind, bmax, bpos, bbad, bsum, norms)
+            softmax = (self.cls, self.weight, self.param, grad, hess, self.stats, self.kind, bmax, bpos, bbad, bsum,
+                       norms)
             if by_leaf is None:
-                kernels.gradients_statistics(self.n, scores, *args)
+                kernels.gradients_statistics(self.n, scores, *softmax)
             else:
-                kernels.gradients_statistics_by_leaf(self.n, scores, *by_leaf, *args)
+                kernels.gradients_statistics_by_leaf(self.n, scores, *by_leaf, *softmax)
         if self.stats == compiled.STATS_SCAN:
             return compiled.Statistics(self.kind, (bmax, bpos, bbad, bexp, bsum), None)
         if self.stats == compiled.STATS_NORMS:

@@ -36,7 +36,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from . import _lightgbm
 from .samplers.compiled import BLOCK
 
 if TYPE_CHECKING:
