@@ -32,6 +32,13 @@ thread; :func:`one_column` forms four blocks' SCAN statistics side by side):
 
 Every row's values depend on that row only and every block's statistics on its own rows
 in row order: the results do not depend on the number of threads.
+
+A leaf refit (:mod:`smart_lgbm.refit`) ends the iteration without a walk: every training
+row's leaf is known and the new outputs are ``values[k, leaf]``.  Its variants
+(:func:`one_column_by_leaf`, :func:`gradients_statistics_by_leaf`) add them to each block's
+scores (one double add per row and tree, as :func:`smart_lgbm._refit_kernels.add_by_leaf`
+does) just before step 1 reads them: the scores are read and written once, not once by the
+add and again by the sweep.
 """
 
 from __future__ import annotations
@@ -80,6 +87,34 @@ def _block_statistics(b, n, grad, hess, stats, kind, bmax, bpos, bbad, bsum, nor
         norms[b, 1] = ha
 
 
+@njit(cache=True, inline="always")
+def _add_by_leaf(out, lo, hi, leaves, values):
+    """``out[i, k] += values[k, leaves[i, k]]`` for the rows ``lo .. hi - 1``: a leaf
+    refit's new outputs (:func:`smart_lgbm._refit_kernels.add_by_leaf`'s adds, row by row),
+    added to a block's scores just before its gradients read them."""
+    for i in range(lo, hi):
+        for k in range(out.shape[1]):
+            out[i, k] += values[k, leaves[i, k]]
+
+
+@njit(cache=True, inline="always")
+def _softmax_block(b, n, out, leaves, values, by_leaf, cls, weight, weighted, factor, grad, hess, stats, kind, bmax,
+                   bpos, bbad, bsum, norms):
+    """Block ``b`` of :func:`gradients_statistics` (its scores first updated by leaf when ``by_leaf``)."""
+    lo = b * BLOCK
+    hi = min(n, lo + BLOCK)
+    if by_leaf:
+        _add_by_leaf(out, lo, hi, leaves, values)
+    e = np.empty(out.shape[1])
+    for i in range(lo, hi):
+        softmax_row(out, i, cls[i], weight, weighted, factor, e, grad, hess)
+    _block_statistics(b, n, grad, hess, stats, kind, bmax, bpos, bbad, bsum, norms)
+
+
+_NO_LEAVES = np.empty((0, 1), dtype=np.int32)
+_NO_VALUES = np.empty((1, 1))
+
+
 @row_kernel(rows=0)
 def gradients_statistics(n, out, cls, weight, factor, grad, hess, stats, kind, bmax, bpos, bbad, bsum, norms):
     """Softmax ``g, h`` of every row at the scores ``out`` and each block's statistics (module notes).
@@ -91,11 +126,21 @@ def gradients_statistics(n, out, cls, weight, factor, grad, hess, stats, kind, b
     """
     weighted = weight.shape[0] > 0
     for b in prange((n + BLOCK - 1) // BLOCK):
-        lo = b * BLOCK
-        e = np.empty(out.shape[1])
-        for i in range(lo, min(n, lo + BLOCK)):
-            softmax_row(out, i, cls[i], weight, weighted, factor, e, grad, hess)
-        _block_statistics(b, n, grad, hess, stats, kind, bmax, bpos, bbad, bsum, norms)
+        _softmax_block(b, n, out, _NO_LEAVES, _NO_VALUES, False, cls, weight, weighted, factor, grad, hess, stats,
+                       kind, bmax, bpos, bbad, bsum, norms)
+
+
+@row_kernel(rows=0)
+def gradients_statistics_by_leaf(n, out, leaves, values, cls, weight, factor, grad, hess, stats, kind, bmax, bpos,
+                                 bbad, bsum, norms):
+    """:func:`gradients_statistics` after ``out[i, k] += values[k, leaves[i, k]]`` (a leaf
+    refit's outputs: ``leaves`` int32 ``(n, K)``, ``values`` float64 ``(K, width)``), each
+    block's scores updated just before its gradients read them: one pass over the scores
+    instead of two (the add, then the sweep)."""
+    weighted = weight.shape[0] > 0
+    for b in prange((n + BLOCK - 1) // BLOCK):
+        _softmax_block(b, n, out, leaves, values, True, cls, weight, weighted, factor, grad, hess, stats, kind, bmax,
+                       bpos, bbad, bsum, norms)
 
 
 @njit(cache=True, inline="always")
@@ -161,13 +206,19 @@ def _settle(vb, absolute, b, mx, pos, nonzero, acc, bmax, bpos, bbad, bsum):
 
 
 @njit(cache=True, inline="always")
-def _one_column_block(b, n, raw, loss, sign, label, weight, weighted, param, grad, hess, stats, kind, bmax, bpos,
-                      bbad, bsum, norms, scan_later):
-    """Block ``b``'s ``g, h``; its statistics too unless ``scan_later`` (a SCAN its group forms)."""
+def _one_column_block(b, n, raw, leaves, values, by_leaf, loss, sign, label, weight, weighted, param, grad, hess,
+                      stats, kind, bmax, bpos, bbad, bsum, norms, scan_later):
+    """Block ``b``'s ``g, h`` (its scores first updated by leaf when ``by_leaf``); its
+    statistics too unless ``scan_later`` (a SCAN its group forms)."""
     lo = b * BLOCK
     hi = min(n, lo + BLOCK)
     m = hi - lo
     r = raw[lo:hi]
+    if by_leaf:  # (add_by_leaf's adds of a one-column score)
+        lv = leaves[lo:hi]
+        v = values[0]
+        for j in range(m):
+            r[j] += v[lv[j, 0]]
     sg = sign[lo:hi] if loss == BINARY else sign
     lab = label[lo:hi] if loss == L2 else label
     w = weight[lo:hi] if weighted else weight
@@ -211,23 +262,45 @@ def one_column(n, raw, loss, sign, label, weight, param, grad, hess, stats, kind
     first row, the same loop cost 60% more than the losses' own kernel (development run,
     1M rows, one thread, CPU time: 5.9 ms against 3.7 ms; 3.7 ms with the views).
     """
-    weighted = weight.shape[0] > 0
     nb = (n + BLOCK - 1) // BLOCK
     nt = max(1, min(threads, nb))
-    grouped = stats == SCAN
     for t in prange(nt):
-        b0 = nb * t // nt
-        b1 = nb * (t + 1) // nt
-        for q in range(b0, b1, GROUP):
-            qe = min(b1, q + GROUP)
-            # a full group of full blocks forms its SCAN side by side; any other, block by block
-            together = grouped and qe - q == GROUP and qe * BLOCK <= n
-            for b in range(q, qe):
-                _one_column_block(b, n, raw, loss, sign, label, weight, weighted, param, grad, hess, stats, kind,
-                                  bmax, bpos, bbad, bsum, norms, together)
-            # (``absolute`` a constant in each call: as a run-time flag the select in every
-            # row's read cost the group most of what it saves, development run)
-            if together and kind == FIRST:
-                _scan_group(grad, q, True, bmax, bpos, bbad, bsum)
-            elif together:
-                _scan_group(hess, q, False, bmax, bpos, bbad, bsum)
+        _one_column_run(t, nt, nb, n, raw, _NO_LEAVES, _NO_VALUES, False, loss, sign, label, weight, param, grad,
+                        hess, stats, kind, bmax, bpos, bbad, bsum, norms)
+
+
+@row_kernel(rows=0)
+def one_column_by_leaf(n, raw, leaves, values, loss, sign, label, weight, param, grad, hess, stats, kind, bmax, bpos,
+                       bbad, bsum, norms, threads):
+    """:func:`one_column` after ``raw[i] += values[0, leaves[i, 0]]`` (a leaf refit's
+    outputs: ``leaves`` int32 ``(n, 1)``, ``values`` float64 ``(1, width)``), each block's
+    scores updated just before its gradients read them: one pass over the scores instead of
+    two (the add, then the sweep)."""
+    nb = (n + BLOCK - 1) // BLOCK
+    nt = max(1, min(threads, nb))
+    for t in prange(nt):
+        _one_column_run(t, nt, nb, n, raw, leaves, values, True, loss, sign, label, weight, param, grad, hess, stats,
+                        kind, bmax, bpos, bbad, bsum, norms)
+
+
+@njit(cache=True, inline="always")
+def _one_column_run(t, nt, nb, n, raw, leaves, values, by_leaf, loss, sign, label, weight, param, grad, hess, stats,
+                    kind, bmax, bpos, bbad, bsum, norms):
+    """Run ``t`` of ``nt`` of :func:`one_column`: its contiguous run of blocks, ``GROUP`` at a time."""
+    weighted = weight.shape[0] > 0
+    grouped = stats == SCAN
+    b0 = nb * t // nt
+    b1 = nb * (t + 1) // nt
+    for q in range(b0, b1, GROUP):
+        qe = min(b1, q + GROUP)
+        # a full group of full blocks forms its SCAN side by side; any other, block by block
+        together = grouped and qe - q == GROUP and qe * BLOCK <= n
+        for b in range(q, qe):
+            _one_column_block(b, n, raw, leaves, values, by_leaf, loss, sign, label, weight, weighted, param, grad,
+                              hess, stats, kind, bmax, bpos, bbad, bsum, norms, together)
+        # (``absolute`` a constant in each call: as a run-time flag the select in every
+        # row's read cost the group most of what it saves, development run)
+        if together and kind == FIRST:
+            _scan_group(grad, q, True, bmax, bpos, bbad, bsum)
+        elif together:
+            _scan_group(hess, q, False, bmax, bpos, bbad, bsum)

@@ -57,7 +57,7 @@ from .losses.base import Loss, Target
 from .params import ENGINE_ONLY, LOSS_AND_METRIC_PARAMS, EngineConfig, canonicalize, check_seed, refuse_unsupported
 from .samplers import GradientHistory, Sampler
 from .update_plan import SAMPLE, TRAIN, Features, PlanCache, RunFacts, UpdatePlan
-from .walk import BinCodes, CodeBook, Forest, RawFeatures, add_coded_outputs, add_outputs
+from .walk import BinCodes, CodeBook, CodedForest, Forest, RawFeatures, add_coded_outputs, add_outputs
 
 if TYPE_CHECKING:
     from .samplers.compiled import Statistics
@@ -297,8 +297,10 @@ class BoostingRun:
             if len(outputs) != len(plan.read):
                 raise RuntimeError(f"LightGBM gave outputs of sets {sorted(outputs)}; the update plan reads {plan.read}")
             values: list[np.ndarray] = []
-            if plan.refit:
-                texts, values, outputs = self._refit(fitted, plan, grad, hess)
+            forest: Forest | None = None
+            coded: CodedForest | None = None
+            if plan.refit:  # (the trees with their new values, when _refit walked them)
+                texts, values, outputs, forest, coded = self._refit(fitted, plan, grad, hess)
             num_trees = len(texts)
             self.trees.extend(texts)
             for key in plan.added:
@@ -306,21 +308,24 @@ class BoostingRun:
             # the sampled rows' outputs, added by the walk (which skips those rows)
             known = (sample.indices, np.ascontiguousarray(outputs[SAMPLE])) if plan.read_sample else None
             if plan.walked:
-                forest = Forest.from_tree_texts(texts)
-                coded = None
                 for key in plan.walked:
                     scored = by_key[key]
                     if key == TRAIN and plan.refit:  # (its leaves are known: _refit walked them)
-                        refit.add_by_leaf(scored.scores, self._leaf_buffer(), values)
-                        if plan.fused:
+                        if plan.fused:  # the new outputs added by the sweep, block by block before the gradients
                             assert self.fused is not None  # plan.fused says there is one
-                            self._statistics = self.fused.sweep(scored.scores, grad, hess)
+                            self._statistics = self.fused.sweep(scored.scores, grad, hess,
+                                                                (self._leaf_buffer(), refit.value_table(values)))
                             self._ready = True
+                        else:
+                            refit.add_by_leaf(scored.scores, self._leaf_buffer(), values)
                         continue
+                    if forest is None:
+                        forest = Forest.from_tree_texts(texts)
                     leaves = self._leaf_buffer() if key == TRAIN and plan.walk_leaves else None
                     if isinstance(scored.walk, BinCodes):
                         assert self.book is not None  # sets are coded only with the training data's book
-                        coded = coded or self.book.coded_forest(forest)
+                        if coded is None:
+                            coded = self.book.coded_forest(forest)
                         if key == TRAIN and plan.fused:
                             assert self.fused is not None  # plan.fused says there is one
                             # the walk, the next iteration's g, h and its sampler's statistics
@@ -361,42 +366,56 @@ class BoostingRun:
                 "walk over raw features; keep the raw data (lightgbm.Dataset(X, y) unconstructed, or "
                 "free_raw_data=False) for the fast path", SlowPathWarning, stacklevel=4)
 
-    def _refit(self, fitted: _lightgbm.IterationTrees, plan: UpdatePlan, grad: np.ndarray,
-               hess: np.ndarray) -> tuple[list[str], list[np.ndarray], dict[int, np.ndarray]]:
+    def _refit(self, fitted: _lightgbm.IterationTrees, plan: UpdatePlan, grad: np.ndarray, hess: np.ndarray,
+               ) -> tuple[list[str], list[np.ndarray], dict[int, np.ndarray], Forest | None, CodedForest | None]:
         """The iteration's trees with leaf values refitted on every training row
-        (:mod:`smart_lgbm.refit`): their texts, their leaf values, and the outputs of the sets
-        read from LightGBM mapped to the new values through their leaves.
+        (:mod:`smart_lgbm.refit`): their texts, their leaf values, the outputs of the sets
+        read from LightGBM mapped to the new values through their leaves, and, when the
+        training rows were walked, the new trees' forest and (for coded validation sets to
+        walk) coded forest, their leaf values patched in, not parsed and coded again.
 
         ``grad``, ``hess``: the iteration's gradients of every training row (the trees were
         fitted to a sample of them).
         """
         n = self.train.data.num_rows
-        if TRAIN in plan.walked:  # every row's leaf in the trees as fitted (their outputs go to a scratch)
+        grad2, hess2 = grad.reshape(n, self.k), hess.reshape(n, self.k)
+        forest: Forest | None = None
+        coded: CodedForest | None = None
+        if TRAIN in plan.walked:  # every row's leaf in the trees as fitted
             leaves = self._leaf_buffer()
-            if self._walk_scratch is None:
-                self._walk_scratch = np.zeros((n, self.k))
             forest = Forest.from_tree_texts(fitted.texts)
+            fitted_values = list(forest.leaf_values)
+            widths = [v.shape[0] for v in fitted_values]
             walk = self.train.walk
+            sums = None
             if isinstance(walk, BinCodes):
                 assert self.book is not None  # coded only with the training data's book
-                add_coded_outputs(walk, self.book.coded_forest(forest), self._walk_scratch, leaves, None)
+                coded = self.book.coded_forest(forest)
+                if coded.bitmask is not None:  # the walk and the sums in one pass
+                    sums = refit.walk_leaf_sums(walk, coded.bitmask, grad2, hess2, leaves, widths)
+                else:  # the lockstep walk (its outputs go to a scratch), then the sums
+                    add_coded_outputs(walk, coded, self._scratch(), leaves, None)
             else:
                 assert isinstance(walk, RawFeatures)  # the plan walks only sets with features
-                add_outputs(walk, forest, self._walk_scratch, leaves)
+                add_outputs(walk, forest, self._scratch(), leaves)
+            if sums is None:
+                sums = refit.leaf_sums(leaves, grad2, hess2, widths)
         else:
             assert fitted.leaves is not None  # the plan asks fit for them (want_leaves)
             leaves = fitted.leaves[TRAIN]
-        grad2, hess2 = grad.reshape(n, self.k), hess.reshape(n, self.k)
-        written = _lightgbm.tree_bodies(fitted.model)  # (before any bias was folded in)
-        sums = [refit.leaf_sums(leaves, grad2, hess2, k, _lightgbm.leaf_values_of(text).shape[0])
-                for k, text in enumerate(fitted.texts)]
+            fitted_values = fitted.leaf_values
+            widths = [v.shape[0] for v in fitted_values]
+            sums = refit.leaf_sums(leaves, grad2, hess2, widths)
         worker = current_worker()
         if worker is not None:  # a distributed run: every machine's rows, the same values on every machine
             sums = refit.sum_machines(worker.allgather(f"refit_leaves:{len(self.trees)}", sums))
+        # the shrinkage LightGBM wrote (a folded bias sets the texts' to 1)
+        written = fitted.texts if self.bias is None else _lightgbm.tree_bodies(fitted.model)
         texts, values = [], []
         for k, text in enumerate(fitted.texts):
             bias = None if self.bias is None else float(self.bias[k])
-            v = refit.refit_values(text, written[k], sums[k][0], sums[k][1], self._leaf_rule, bias)
+            v = refit.refit_values(fitted_values[k], _lightgbm.tree_shrinkage(written[k]), sums[k][0], sums[k][1],
+                                   self._leaf_rule, bias)
             values.append(v)
             texts.append(_lightgbm.with_leaf_values(text, v))
         outputs = {}
@@ -407,7 +426,17 @@ class BoostingRun:
             for k, v in enumerate(values):
                 out[:, k] = v[set_leaves[:, k]]
             outputs[key] = out
-        return texts, values, outputs
+        if forest is not None:
+            forest = forest.with_leaf_values(values)
+            # (a coded validation set walks the new trees; the training rows need no walk)
+            coded = coded.with_leaf_values(forest) if coded is not None and len(plan.walked) > 1 else None
+        return texts, values, outputs, forest, coded
+
+    def _scratch(self) -> np.ndarray:
+        """The refit walk's outputs of the trees as fitted, thrown away (the walks write them)."""
+        if self._walk_scratch is None:
+            self._walk_scratch = np.zeros((self.train.data.num_rows, self.k))
+        return self._walk_scratch
 
     def _leaf_buffer(self) -> np.ndarray:
         if self._leaves is None:

@@ -81,21 +81,34 @@ class FusedPass:
         add_coded_outputs(codes, forest, scores, leaves, known, rows_checked=True)
         return self.sweep(scores, grad, hess)
 
-    def sweep(self, scores: np.ndarray, grad: np.ndarray, hess: np.ndarray) -> compiled.Statistics:
-        """:meth:`run` after its walk: ``g, h`` at ``scores`` (already updated, e.g. by a
-        leaf refit's :func:`smart_lgbm.refit.add_by_leaf`) and the next rate solve's statistics."""
+    def sweep(self, scores: np.ndarray, grad: np.ndarray, hess: np.ndarray,
+              by_leaf: tuple[np.ndarray, np.ndarray] | None = None) -> compiled.Statistics:
+        """:meth:`run` after its walk: ``g, h`` at ``scores`` and the next rate solve's statistics.
+
+        ``by_leaf``: ``(leaves, values)``, a leaf refit's new outputs not yet in ``scores``
+        (int32 ``(n, K)`` leaves, float64 ``(K, width)`` values): each row's
+        ``values[k, leaves[i, k]]`` is added to its score first, block by block, the adds
+        of :func:`smart_lgbm.refit.add_by_leaf`, in the same pass as the gradients.
+        """
         nb = self._nb
         bmax, bsum = np.zeros(nb), np.zeros(nb)
         bpos, bbad, bexp = np.zeros(nb, np.int64), np.zeros(nb, np.int64), np.zeros(nb, np.int64)
         norms = np.zeros((nb, 2))
+        kernels = _kernels()
         if self.k == 1:
-            kernels = _kernels()
-            kernels.one_column(self.n, scores.reshape(self.n), self.loss, self.sign, self.label, self.weight,
-                               self.param, grad.reshape(self.n), hess.reshape(self.n), self.stats, self.kind,
-                               bmax, bpos, bbad, bsum, norms, kernels.threads())
+            column = (self.loss, self.sign, self.label, self.weight, self.param, grad.reshape(self.n),
+                      hess.reshape(self.n), self.stats, self.kind, bmax, bpos, bbad, bsum, norms, kernels.threads())
+            if by_leaf is None:
+                kernels.one_column(self.n, scores.reshape(self.n), *column)
+            else:
+                kernels.one_column_by_leaf(self.n, scores.reshape(self.n), *by_leaf, *column)
         else:
-            _kernels().gradients_statistics(self.n, scores, self.cls, self.weight, self.param, grad, hess,
-                                            self.stats, self.kind, bmax, bpos, bbad, bsum, norms)
+            softmax = (self.cls, self.weight, self.param, grad, hess, self.stats, self.kind, bmax, bpos, bbad, bsum,
+                       norms)
+            if by_leaf is None:
+                kernels.gradients_statistics(self.n, scores, *softmax)
+            else:
+                kernels.gradients_statistics_by_leaf(self.n, scores, *by_leaf, *softmax)
         if self.stats == compiled.STATS_SCAN:
             return compiled.Statistics(self.kind, (bmax, bpos, bbad, bexp, bsum), None)
         if self.stats == compiled.STATS_NORMS:

@@ -12,8 +12,11 @@ reweighted sums.  The importance-weighted estimate of a leaf's gradient sum has 
 that does not shrink as the model converges (the noise floor the adaptive rate fights,
 :mod:`smart_lgbm.samplers.adaptive`); with the sums of all rows each leaf's step is exact
 and only the choice of splits is sampled.  The price: one more pass over the training rows
-per sampled iteration (the walk to the leaves, then the sums; the scores' update then reads
-the leaves instead of walking again).
+per sampled iteration, the walk to the leaves with the trees as fitted, which also forms
+the sums (:func:`walk_leaf_sums`, coded rows and trees of at most 64 leaves; else the walk,
+then :func:`leaf_sums` of its leaves); the scores' update then reads the leaves instead of
+walking again (on the fused path inside the gradient sweep,
+:meth:`smart_lgbm.fused.FusedPass.sweep`; else :func:`add_by_leaf`).
 
 Every sum is over fixed blocks of rows added in block order (:mod:`smart_lgbm._refit_kernels`),
 and on several machines the machines' sums are added in rank order, so the values, and the
@@ -29,14 +32,18 @@ sample) or monotone constraints (new values could break them): refused when the 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from . import _lightgbm
 from .samplers.compiled import BLOCK
 
-__all__ = ["LeafRule", "add_by_leaf", "check_refit_params", "leaf_sums", "refit_values", "sum_machines"]
+if TYPE_CHECKING:
+    from .walk.bitmask import BitmaskForest
+    from .walk.codes import BinCodes
+
+__all__ = ["LeafRule", "add_by_leaf", "check_refit_params", "leaf_sums", "refit_values", "sum_machines",
+           "value_table", "walk_leaf_sums"]
 
 #: LightGBM's kZeroThreshold: a leaf value this close to zero is written as 0 (MaybeRoundToZero).
 _ZERO = 1e-35
@@ -95,20 +102,53 @@ class LeafRule:
         return out
 
 
-def leaf_sums(leaves: np.ndarray, grad: np.ndarray, hess: np.ndarray, k: int,
-              width: int) -> tuple[np.ndarray, np.ndarray]:
-    """Each leaf's sums ``(G, H)`` of column ``k`` of ``grad``/``hess`` over the rows in it.
+def leaf_sums(leaves: np.ndarray, grad: np.ndarray, hess: np.ndarray,
+              widths: list[int]) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Each tree's leaf sums ``(G, H)`` of its column of ``grad``/``hess`` over the rows in
+    each leaf.
 
-    ``leaves``: int32 ``(n, K)``; ``grad``, ``hess``: float32 ``(n, K)``; every leaf below
-    ``width``.  The same doubles at any number of threads (blocks added in block order).
+    ``leaves``: int32 ``(n, K)``; ``grad``, ``hess``: float32 ``(n, K)``; every leaf of
+    tree ``k`` below ``widths[k]`` (its number of leaves), and ``G``, ``H`` of that length.
+    The same doubles at any number of threads (blocks added in block order).
     """
-    n = leaves.shape[0]
-    tables = np.zeros(((n + BLOCK - 1) // BLOCK, 2, width))
-    _kernels().leaf_sums(leaves, grad, hess, k, tables)
-    sums = np.zeros((2, width))
-    for table in tables:  # in block order
-        sums += table
-    return sums[0], sums[1]
+    _check_rows(leaves, grad, hess, leaves.shape[0], len(widths))
+    tables = _tables(leaves.shape[0], widths)
+    _kernels().leaf_sums(leaves, grad, hess, tables)
+    return _block_order_sums(tables, widths)
+
+
+def walk_leaf_sums(codes: BinCodes, forest: BitmaskForest, grad: np.ndarray, hess: np.ndarray, leaves: np.ndarray,
+                   widths: list[int]) -> list[tuple[np.ndarray, np.ndarray]]:
+    """:func:`leaf_sums` of the leaves the bitmask walk of ``forest`` over ``codes`` reaches,
+    written into ``leaves`` (int32 ``(n, K)``) in the same pass: the same leaves as the
+    walk's and the same doubles as :func:`leaf_sums` of them."""
+    _check_rows(leaves, grad, hess, codes.num_rows, len(widths))
+    if forest.tstart.shape[0] != len(widths) + 1:
+        raise ValueError(f"a forest of {forest.tstart.shape[0] - 1} trees got {len(widths)} widths")
+    tables = _tables(codes.num_rows, widths)
+    _kernels().walk_leaf_sums(codes.codes, forest.tstart, forest.tcol, forest.table, forest.leaf_index, grad, hess,
+                              leaves, tables)
+    return _block_order_sums(tables, widths)
+
+
+def _check_rows(leaves: np.ndarray, grad: np.ndarray, hess: np.ndarray, n: int, k: int) -> None:
+    """The sum kernels index without bounds checks: refuse arrays they would overrun."""
+    for name, array, dtype in (("leaves", leaves, np.int32), ("grad", grad, np.float32), ("hess", hess, np.float32)):
+        if array.dtype != dtype or array.shape != (n, k):  # (any layout: LightGBM's leaves come transposed)
+            raise ValueError(f"{name} must be a {np.dtype(dtype).name} array of shape {(n, k)}, got "
+                             f"{array.dtype} {array.shape}")
+
+
+def _tables(n: int, widths: list[int]) -> np.ndarray:
+    """Zeroed per-block tables of the sum kernels, ``(n_blocks, K, 2, max width)``."""
+    return np.zeros(((n + BLOCK - 1) // BLOCK, len(widths), 2, max(widths)))
+
+
+def _block_order_sums(tables: np.ndarray, widths: list[int]) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Each tree's ``(G, H)``: the per-block tables added in block order, cut to its width."""
+    sums = np.zeros(tables.shape[1:])
+    _kernels().add_tables(tables, sums)  # in block order
+    return [(sums[k, 0, :w], sums[k, 1, :w]) for k, w in enumerate(widths)]
 
 
 def sum_machines(gathered: list[list[tuple[np.ndarray, np.ndarray]]]) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -123,19 +163,18 @@ def sum_machines(gathered: list[list[tuple[np.ndarray, np.ndarray]]]) -> list[tu
     return totals
 
 
-def refit_values(tree_text: str, written_as: str, grad_sums: np.ndarray, hess_sums: np.ndarray, rule: LeafRule,
-                 bias: float | None) -> np.ndarray:
+def refit_values(fitted: np.ndarray, shrinkage: float, grad_sums: np.ndarray, hess_sums: np.ndarray,
+                 rule: LeafRule, bias: float | None) -> np.ndarray:
     """A tree's new leaf values, as LightGBM writes them.
 
-    ``tree_text``: the body the engine keeps (its leaf values give the tree's size);
-    ``written_as``: the same tree as LightGBM wrote it before any bias was folded in (its
-    ``shrinkage`` is the learning rate); ``bias``: the initial score folded into this tree,
-    or None.  A one-leaf tree (no split) keeps its value, as LightGBM gives it.
+    ``fitted``: the tree's leaf values as fitted (any bias folded in; their number is the
+    tree's size); ``shrinkage``: the ``shrinkage`` LightGBM wrote the tree with before any
+    bias was folded in (the learning rate); ``bias``: the initial score folded into this
+    tree, or None.  A one-leaf tree (no split) keeps its value, as LightGBM gives it.
     """
-    old = _lightgbm.leaf_values_of(tree_text)
-    if old.shape[0] == 1:
-        return old
-    values = rule.outputs(grad_sums, hess_sums) * _lightgbm.tree_shrinkage(written_as)
+    if fitted.shape[0] == 1:
+        return fitted
+    values = rule.outputs(grad_sums, hess_sums) * shrinkage
     values[np.abs(values) <= _ZERO] = 0.0  # (Tree::Shrinkage's MaybeRoundToZero)
     if bias is not None:  # as fold_bias adds it (Tree::AddBias)
         values = values + bias
@@ -143,9 +182,16 @@ def refit_values(tree_text: str, written_as: str, grad_sums: np.ndarray, hess_su
     return values
 
 
-def add_by_leaf(scores: np.ndarray, leaves: np.ndarray, values: list[np.ndarray]) -> None:
-    """``scores[i, k] += values[k][leaves[i, k]]``: each row's output, read from its leaf."""
+def value_table(values: list[np.ndarray]) -> np.ndarray:
+    """The trees' leaf values as one float64 ``(K, most leaves)`` table (row ``k``: tree
+    ``k``'s values, zero-padded), as the kernels that add by leaf read them."""
     table = np.zeros((len(values), max(v.shape[0] for v in values)))
     for k, v in enumerate(values):
         table[k, :v.shape[0]] = v
-    _kernels().add_by_leaf(scores, leaves, table)
+    return table
+
+
+def add_by_leaf(scores: np.ndarray, leaves: np.ndarray, values: list[np.ndarray]) -> None:
+    """``scores[i, k] += values[k][leaves[i, k]]``: each row's output, read from its leaf
+    (the fused path does the same adds in its sweep, :meth:`smart_lgbm.fused.FusedPass.sweep`)."""
+    _kernels().add_by_leaf(scores, leaves, value_table(values))

@@ -192,3 +192,85 @@ def test_bad_values_and_the_custom_objective_are_refused():
         sl.SmartObjective("binary", sl.MVS(rate=0.1, refit_leaves=True))
     assert repr(sl.Uniform(0.2, refit_leaves=True)) == "Uniform(rate=0.2, refit_leaves=True)"
     assert repr(sl.Uniform(0.2)) == "Uniform(rate=0.2)"
+
+
+def _iteration_trees(num_leaves: int):
+    """The last iteration's 3 trees of a multiclass booster, its data's codes and book."""
+    from smart_lgbm import _lightgbm as L
+    from smart_lgbm.walk import CodeBook, Forest, RawFeatures
+
+    X, y = _data("multiclass")
+    ds = lgb.Dataset(X, y, params={"verbosity": -1, "min_data_in_leaf": 5}).construct()
+    booster = lgb.train({**BASE, "objective": "multiclass", "num_class": 3, "num_leaves": num_leaves,
+                         "min_data_in_leaf": 5, "num_threads": 1}, ds, 3)
+    book = CodeBook.from_mappers(L.bin_mappers(L.handle_of(ds)))
+    texts = L.tree_bodies(booster.model_to_string())[-3:]
+    return texts, Forest.from_tree_texts(texts), book, book.encode(RawFeatures.from_data(X))
+
+
+def test_the_one_pass_walk_and_sums_equal_the_walk_then_the_sums():
+    """``walk_leaf_sums`` (the bitmask walk with the sums in the same pass) writes the walk's
+    leaves and the doubles ``leaf_sums`` gives from them, over several blocks, at either twin."""
+    from smart_lgbm import _refit_kernels
+    from smart_lgbm.walk import add_coded_outputs
+
+    texts, forest, book, codes = _iteration_trees(31)
+    coded = book.coded_forest(forest)
+    assert coded.bitmask is not None
+    rng = np.random.default_rng(2)
+    grad = rng.standard_cauchy((N, 3)).astype(np.float32)
+    hess = np.abs(rng.standard_cauchy((N, 3))).astype(np.float32)
+    widths = [v.shape[0] for v in forest.leaf_values]
+    walked = np.full((N, 3), -1, dtype=np.int32)
+    add_coded_outputs(codes, coded, np.zeros((N, 3)), walked)
+    expected = refit.leaf_sums(walked, grad, hess, widths)
+    for twin in ("serial", "parallel"):
+        leaves = np.full((N, 3), -1, dtype=np.int32)
+        kernel = _refit_kernels.walk_leaf_sums
+        tables = np.zeros((-(-N // 16_384), 3, 2, max(widths)))
+        getattr(kernel, twin)(codes.codes, coded.bitmask.tstart, coded.bitmask.tcol, coded.bitmask.table,
+                              coded.bitmask.leaf_index, grad, hess, leaves, tables)
+        np.testing.assert_array_equal(leaves, walked)
+        got = refit.walk_leaf_sums(codes, coded.bitmask, grad, hess, leaves, widths)
+        for (g, h), (eg, eh) in zip(got, expected, strict=True):
+            assert g.tobytes() == eg.tobytes() and h.tobytes() == eh.tobytes()
+    # arrays the kernels would overrun are refused before they run
+    with pytest.raises(ValueError, match="leaves must be a int32 array of shape"):
+        refit.leaf_sums(walked[:, :2], grad, hess, widths)
+    with pytest.raises(ValueError, match="grad must be a float32"):
+        refit.walk_leaf_sums(codes, coded.bitmask, grad.astype(np.float64), hess, walked, widths)
+    # and the sums are each leaf's sums (the same doubles as adding the rows in row order)
+    for k in range(3):
+        g = np.zeros(widths[k])
+        for i in np.flatnonzero(walked[:, k] == 5):
+            g[5] += np.float64(grad[i, k])
+        assert expected[k][0][5] != 0.0 and np.isclose(expected[k][0][5], g[5], rtol=1e-12)
+
+
+@pytest.mark.parametrize("num_leaves", [31, 90])  # the bitmask walk's forest and the lockstep walk's
+def test_patched_forests_equal_the_rewritten_texts_parsed(num_leaves):
+    """The refit's trees are patched with their new values, not parsed and coded again: the
+    patched forest and coded forest equal those of the rewritten texts, array for array."""
+    from smart_lgbm import _lightgbm as L
+    from smart_lgbm.walk import Forest
+
+    texts, forest, book, _ = _iteration_trees(num_leaves)
+    rng = np.random.default_rng(4)
+    values = [rng.normal(size=v.shape[0]) * 10.0 ** rng.integers(-20, 3, v.shape[0]) for v in forest.leaf_values]
+    parsed = Forest.from_tree_texts([L.with_leaf_values(t, v) for t, v in zip(texts, values, strict=True)])
+    patched = forest.with_leaf_values(values)
+    for name in ("node_value", "threshold", "left", "right", "node_leaf", "roots", "depths"):
+        assert getattr(patched, name).tobytes() == getattr(parsed, name).tobytes(), name
+    assert all(a.tobytes() == b.tobytes() for a, b in zip(patched.leaf_values, parsed.leaf_values, strict=True))
+    coded_patched = book.coded_forest(forest).with_leaf_values(patched)
+    coded_parsed = book.coded_forest(parsed)
+    assert (coded_parsed.bitmask is None) == (num_leaves > 64) == (coded_patched.bitmask is None)
+    assert coded_patched.node_value.tobytes() == coded_parsed.node_value.tobytes()
+    if coded_parsed.bitmask is not None:
+        a, b = coded_patched.bitmask, coded_parsed.bitmask
+        used = int(b.tstart[-1])  # (the tables' arrays are allocated for more entries than the trees use)
+        assert a.tstart.tobytes() == b.tstart.tobytes() and a.tcol[:used].tobytes() == b.tcol[:used].tobytes()
+        assert a.table[:256 * used].tobytes() == b.table[:256 * used].tobytes()
+        assert a.leaf_value.tobytes() == b.leaf_value.tobytes() and a.leaf_index.tobytes() == b.leaf_index.tobytes()
+    with pytest.raises(ValueError, match="leaves"):
+        forest.with_leaf_values([values[0][:-1], *values[1:]])

@@ -145,6 +145,22 @@ def test_adaptive_leaf_sums_twins_give_the_same_bits():
             assert _bits(serial) == _bits(parallel)
 
 
+def test_refit_leaf_sums_twins_give_the_same_bits():
+    """The refit's sums from known leaves (trees of more than 64 leaves, or leaves read
+    through LightGBM), three trees over several blocks, the last one partial."""
+    from smart_lgbm import _refit_kernels as rk
+
+    rng = np.random.default_rng(9)
+    n = N
+    grad, hess = _heavy_tailed(rng, n, 3), np.abs(_heavy_tailed(rng, n, 3))
+    leaves = rng.integers(0, 90, (n, 3)).astype(np.int32)
+    nb = n_blocks(n)
+    serial, parallel = np.zeros((nb, 3, 2, 90)), np.zeros((nb, 3, 2, 90))
+    rk.leaf_sums.serial(leaves, grad, hess, serial)
+    rk.leaf_sums.parallel(leaves, grad, hess, parallel)
+    assert serial.tobytes() == parallel.tobytes()
+
+
 def _train(X, y, params, sampler, valid=None, rounds=3):
     train = lgb.Dataset(X, y, params={"max_bin": 63})
     sets = [] if valid is None else [lgb.Dataset(valid[0], valid[1], reference=train)]
@@ -169,7 +185,10 @@ CASES = {
     "binary-first_order": ("binary", lambda: sl.FirstOrder(rate=0.2),
                            {"one_column", "scan", "draw", "gather", "walk_bitmask", "encode_dense"}),
     "binary-first_order-refit": ("binary", lambda: sl.FirstOrder(rate=0.2, refit_leaves=True),
-                                 {"leaf_sums", "add_by_leaf"}),
+                                 {"walk_leaf_sums", "one_column_by_leaf"}),
+    "binary-loss_based-refit": ("binary", lambda: sl.LossBased(rate=0.2, refit_leaves=True), {"add_by_leaf"}),
+    "multiclass-first_order-refit": ("multiclass", lambda: sl.FirstOrder(rate=0.2, refit_leaves=True),
+                                     {"gradients_statistics_by_leaf"}),
     "binary-mvs": ("binary", lambda: sl.MVS(rate=0.2), {"one_column", "norm_sums", "scan_store", "draw", "gather"}),
     "binary-second_order": ("binary", lambda: sl.SecondOrder(rate=0.2, anchor_lag=1), {"leaf_means", "gather"}),
     "binary-weight_trimming": ("binary", lambda: sl.WeightTrimming(alpha=0.1),
@@ -181,7 +200,7 @@ CASES = {
 }
 #: Kernels whose twins the direct and walk tests below compare.
 DIRECT = {"scan", "scan_store", "scaled_histogram", "cap_round", "closest_row", "probabilities", "draw", "norm_sums", "leaf_means",
-          "window_rows", "leaf_sums_one_column",
+          "window_rows", "leaf_sums_one_column", "leaf_sums",
           "trim_histogram", "trim_counts", "encode_sparse", "walk_dense", "walk_sparse", "walk_codes"}
 
 

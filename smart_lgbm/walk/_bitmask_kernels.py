@@ -127,6 +127,36 @@ def bitmask_tables(info, child, node_value, node_leaf, roots, total, tstart, tco
     return e_next
 
 
+@njit(cache=True, inline="always")
+def tree_masks(codes, r0, m, e, e1, tcol, table, mask):
+    """``mask[j]``: the leaf mask of row ``r0 + j`` (``j < m``) in the tree whose tables are
+    entries ``e:e1`` (module notes; its exit leaf is the mask's lowest set bit), each table
+    applied to the whole block.  Also the leaf refit's walk
+    (:func:`smart_lgbm._refit_kernels.walk_leaf_sums`)."""
+    if e == e1:  # a tree of one leaf
+        for j in range(m):
+            mask[j] = 1
+    else:  # the first column's table sets the masks
+        ca = codes[tcol[e], r0:r0 + m]
+        ta = table[NUM_CODES * e:NUM_CODES * (e + 1)]
+        for j in range(m):
+            mask[j] = ta[np.uint64(ca[np.uint64(j)])]
+        e += 1
+    while e + 1 < e1:  # two columns a pass: half the masks' loads and stores
+        ca, cb = codes[tcol[e], r0:r0 + m], codes[tcol[e + 1], r0:r0 + m]
+        ta = table[NUM_CODES * e:NUM_CODES * (e + 1)]
+        tb = table[NUM_CODES * (e + 1):NUM_CODES * (e + 2)]
+        for j in range(m):
+            u = np.uint64(j)
+            mask[j] &= ta[np.uint64(ca[u])] & tb[np.uint64(cb[u])]
+        e += 2
+    if e < e1:
+        ca = codes[tcol[e], r0:r0 + m]
+        ta = table[NUM_CODES * e:NUM_CODES * (e + 1)]
+        for j in range(m):
+            mask[j] &= ta[np.uint64(ca[np.uint64(j)])]
+
+
 @row_kernel(rows=0, axis=1)
 def walk_bitmask(codes, block, chunks, tstart, tcol, table, leaf_value, leaf_index, skip, skip_out, out, leaves,
                  want_leaves):
@@ -156,29 +186,7 @@ def walk_bitmask(codes, block, chunks, tstart, tcol, table, leaf_value, leaf_ind
             m = min(block, n - r0)
             p_end = _lower_bound(skip, p, ns, r0 + m)
             for k in range(num_trees):
-                e, e1 = tstart[k], tstart[k + 1]
-                if e == e1:  # a tree of one leaf
-                    for j in range(m):
-                        mask[j] = 1
-                else:  # the first column's table sets the masks
-                    ca = codes[tcol[e], r0:r0 + m]
-                    ta = table[NUM_CODES * e:NUM_CODES * (e + 1)]
-                    for j in range(m):
-                        mask[j] = ta[np.uint64(ca[np.uint64(j)])]
-                    e += 1
-                while e + 1 < e1:  # two columns a pass: half the masks' loads and stores
-                    ca, cb = codes[tcol[e], r0:r0 + m], codes[tcol[e + 1], r0:r0 + m]
-                    ta = table[NUM_CODES * e:NUM_CODES * (e + 1)]
-                    tb = table[NUM_CODES * (e + 1):NUM_CODES * (e + 2)]
-                    for j in range(m):
-                        u = np.uint64(j)
-                        mask[j] &= ta[np.uint64(ca[u])] & tb[np.uint64(cb[u])]
-                    e += 2
-                if e < e1:
-                    ca = codes[tcol[e], r0:r0 + m]
-                    ta = table[NUM_CODES * e:NUM_CODES * (e + 1)]
-                    for j in range(m):
-                        mask[j] &= ta[np.uint64(ca[np.uint64(j)])]
+                tree_masks(codes, r0, m, tstart[k], tstart[k + 1], tcol, table, mask)
                 base = MAX_LEAVES * k
                 ps = p
                 for j in range(m):

@@ -28,6 +28,15 @@ class BitmaskForest:
     leaf_value: np.ndarray
     leaf_index: np.ndarray
 
+    def with_leaf_values(self, values: tuple[np.ndarray, ...]) -> BitmaskForest:
+        """The same tables with tree ``k``'s leaf values ``values[k]`` (in leaf-index order)."""
+        leaf_value = np.zeros_like(self.leaf_value)
+        for k, v in enumerate(values):
+            base = _bk.MAX_LEAVES * k
+            count = v.shape[0]
+            leaf_value[base:base + count] = v[self.leaf_index[base:base + count]]
+        return BitmaskForest(self.tstart, self.tcol, self.table, leaf_value, self.leaf_index)
+
 
 def bitmask_forest(info: np.ndarray, child: np.ndarray, node_value: np.ndarray, node_leaf: np.ndarray,
                    roots: np.ndarray, num_columns: int) -> BitmaskForest | None:

@@ -34,6 +34,7 @@ sparse input is coded only while that is no more than the sparse matrix itself, 
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -91,6 +92,13 @@ class CodedForest:
     roots: np.ndarray
     depths: np.ndarray
     bitmask: _bm.BitmaskForest | None = None
+
+    def with_leaf_values(self, forest: Forest) -> CodedForest:
+        """This coded forest with the leaf values of ``forest``, the same trees with new leaf
+        values (:meth:`Forest.with_leaf_values`): the nodes' tests and the bitmask tables
+        depend on the splits only, so they are kept, not coded again."""
+        bitmask = None if self.bitmask is None else self.bitmask.with_leaf_values(forest.leaf_values)
+        return dataclasses.replace(self, node_value=forest.node_value, bitmask=bitmask)
 
 
 class CodeBook:

@@ -32,6 +32,7 @@ per block, into a small buffer holding only the features the trees split on.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
@@ -163,6 +164,23 @@ class Forest:
             leaf_values=tuple(tree.leaf_value for tree in trees),
             **{key: np.concatenate(values) for key, values in parts.items()},
         )
+
+    def with_leaf_values(self, values: Sequence[np.ndarray]) -> Forest:
+        """The same trees with tree ``k``'s leaf values replaced by ``values[k]`` (float64,
+        one per leaf, in leaf-index order): a leaf refit's trees without parsing their
+        rewritten text again (the values are those the text holds: it is written
+        round-trip exact)."""
+        if len(values) != self.num_trees:
+            raise ValueError(f"{self.num_trees} trees got {len(values)} arrays of leaf values")
+        node_value = self.node_value.copy()
+        for k, v in enumerate(values):
+            count = self.leaf_values[k].shape[0]
+            if v.shape != (count,):
+                raise ValueError(f"tree {k} has {count} leaves, got values of shape {v.shape}")
+            first = int(self.roots[k]) + count - 1  # (its internal nodes first, then its leaves in order)
+            node_value[first:first + count] = v
+        return dataclasses.replace(self, node_value=node_value,
+                                   leaf_values=tuple(np.asarray(v, dtype=np.float64) for v in values))
 
     # The raw walk's feature slots, computed when it first asks: the coded walk (the
     # engine's, every iteration) does not read them.
