@@ -74,15 +74,17 @@ class ScheduledRate(AdaptiveRate):
     def rate_for(self, history: Any, iteration: int) -> float:
         return self.before if iteration < self.switch else self.after
 
-    def observe(self, history: Any, iteration: int, sums: Any, allgather: Any = None) -> float:
+    def observe(self, history: Any, iteration: int, sums: Any, allgather: Any = None, *,
+                refit_leaves: bool = False) -> float:
         return self.rate_for(history, iteration + 1)
 
 
 class LoggedRate(AdaptiveRate):
     """An adaptive rate that keeps a handle on its (last) run's state, to report its decisions."""
 
-    def observe(self, history: Any, iteration: int, sums: Any, allgather: Any = None) -> float:
-        rate = super().observe(history, iteration, sums, allgather)
+    def observe(self, history: Any, iteration: int, sums: Any, allgather: Any = None, *,
+                refit_leaves: bool = False) -> float:
+        rate = super().observe(history, iteration, sums, allgather, refit_leaves=refit_leaves)
         self.last_state = history.rate_control
         return rate
 

@@ -194,7 +194,7 @@ class AdaptiveRate:
         return self._run_state(history, iteration).rate >= self.maximum
 
     def observe(self, history: Any, iteration: int, sums: np.ndarray | None,
-                allgather: Any = None, refit_leaves: bool = False) -> float:
+                allgather: Any = None, *, refit_leaves: bool = False) -> float:
         """Take one iteration's per-leaf sums (:func:`leaf_noise_sums`) and decide at the
         window's end; returns the rate of the next iteration.
 
@@ -441,4 +441,5 @@ def observe_sample(controller: AdaptiveRate, state: Any, indices: np.ndarray, fi
         run.leaf_width = sums.shape[1]  # the next tree has about as many leaves
     worker = current_worker()
     controller.observe(state.history, state.iteration, sums,
-                       None if worker is None or worker.num_machines < 2 else worker.allgather, refit_leaves)
+                       None if worker is None or worker.num_machines < 2 else worker.allgather,
+                       refit_leaves=refit_leaves)
