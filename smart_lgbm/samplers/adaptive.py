@@ -62,9 +62,8 @@ Without validation sets (and under :class:`smart_lgbm.SmartObjective` and Dask, 
 not pass them on) the noise test decides alone.  So it does for a sampler with
 ``refit_leaves=True`` (:mod:`smart_lgbm.refit`): its leaf values come from every row, so
 the leaf-value noise the plateau rule stands in for is not there, and a plateau is the
-model's own convergence, which a larger sample does not lift (on mslr-like the plateau rule
-grew such a run to full boosting from iteration 260 while the noise ratio stayed below
-0.05, and its best NDCG@10 fell 0.003 short of the same sampler at a fixed 0.1: docs/samplers.md).
+model's own convergence, which a larger sample does not lift (the committed mslr-like
+comparisons before and after this rule: docs/samplers.md).
 
 On several machines (:mod:`smart_lgbm.dask`) the per-leaf sums of every machine are added up
 (one exchange per window through the run's ``allgather``), so that every machine takes the
