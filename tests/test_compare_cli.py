@@ -496,23 +496,23 @@ method_rounds = { full = 8 }
 """
 
 
-#: At most this much of the target's measured seconds counts in the budget test (see there).
-REFERENCE_CAP = 0.05
+#: The target's training seconds the budget test hands the runner (see there).
+REFERENCE_SECONDS = 0.2
 
 
 def test_rounds_per_method_and_time_budgets_against_the_target_methods_time(tmp_path, capsys, monkeypatch):
-    # The budget is a multiple of stock_full's measured seconds, so a load spike while it
-    # trained could give the budgeted methods time for all 400 rounds.  The runner still
-    # reads the real reference (checked below), but at most REFERENCE_CAP seconds of it:
-    # 400 iterations take far longer than half of that on any machine.
+    # The budget is a multiple of stock_full's measured seconds, which load makes anything
+    # from milliseconds (too short for even one budgeted iteration under contention) to
+    # seconds (long enough for all 400 rounds).  The runner still reads the real reference
+    # (checked below), but is handed REFERENCE_SECONDS instead: a budget of 0.1 s holds a few
+    # a9a iterations under load, and 400 of them take far longer on any machine.
     seen = []
 
-    def capped_reference(exp, experiment_store):
-        seconds = store.budget_reference_seconds(exp, experiment_store)
-        seen.append(seconds)
-        return min(seconds, REFERENCE_CAP)
+    def fixed_reference(exp, experiment_store):
+        seen.append(store.budget_reference_seconds(exp, experiment_store))
+        return REFERENCE_SECONDS
 
-    monkeypatch.setattr(runner, "budget_reference_seconds", capped_reference)
+    monkeypatch.setattr(runner, "budget_reference_seconds", fixed_reference)
     path = config(tmp_path, BUDGET)
     assert main(["compare", str(path)]) == 0
     folder = tmp_path / "out" / "a9a"
@@ -525,16 +525,17 @@ def test_rounds_per_method_and_time_budgets_against_the_target_methods_time(tmp_
     # the runner's reference is the target method's recorded training time
     assert seen and all(seconds == seen[0] for seconds in seen)
     assert seen[0] == pytest.approx(float(np.sum(runs["stock_full"]["seconds"])), rel=1e-12)
-    reference = min(seen[0], REFERENCE_CAP)
     assert len(runs["stock_full"]["values"]) == runs["stock_full"]["rounds"] == 30
     assert runs["full"]["rounds"] == 8 and len(runs["full"]["values"]) == 8  # method_rounds; budget not reached
     for label in ("stock_bagging", "first_order"):
         run = runs[label]
         cumulative = np.cumsum(run["seconds"])
-        budget = 0.5 * reference
+        budget = 0.5 * REFERENCE_SECONDS
         assert run["rounds"] == 400 and len(run["values"]) < 400
         # stopped at the first iteration whose training seconds reach the budget, that one kept
-        assert cumulative[-2] < budget <= cumulative[-1]
+        # (under heavy load that may be the first)
+        assert budget <= cumulative[-1]
+        assert cumulative.shape[0] == 1 or cumulative[-2] < budget
         assert f"stopped after {len(run['values'])} of 400 iterations: its time budget" in run["note"]
     setups = {m["label"]: m for m in saved["methods"]}
     assert setups["first_order"]["time_budget"] == 0.5 and setups["stock_full"]["time_budget"] is None
