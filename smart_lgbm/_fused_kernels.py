@@ -49,7 +49,7 @@ from numba import njit, prange
 
 from ._twins import row_kernel
 
-from .losses._exp_kernels import agrees_with_libm, in_fast_range
+from .losses._exp_kernels import in_fast_range, libm_is_reproduced
 from .losses._kernels import binary_row, binary_row_fast, l2_row, softmax_row
 from .samplers._kernels import (BLOCK, _any_kind, _clean_row, _scan_exact, _scanned, _value_at, norm_row, scan_row,
                                scan_values)
@@ -167,8 +167,8 @@ def threads() -> int:
 
 def fast_exp() -> bool:
     """:func:`one_column`'s ``fast_exp`` argument: whether the vectorising ``exp`` gives this
-    process's C library bits (:func:`smart_lgbm.losses._exp_kernels.agrees_with_libm`)."""
-    return agrees_with_libm()
+    process's C library bits (:func:`smart_lgbm.losses._exp_kernels.libm_is_reproduced`)."""
+    return libm_is_reproduced()
 
 
 #: Blocks whose statistics :func:`one_column` forms side by side (:func:`_scan_group`).

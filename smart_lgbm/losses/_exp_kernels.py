@@ -13,10 +13,14 @@ loop over rows compiles to AVX gathers and vector arithmetic.
 
 The fast formula is exact only on the library's main path, ``2^-54 <= |x| < 512``; every
 other input (tiny, large, infinite, NaN) goes to :func:`math.exp` itself (callers recompute
-those rows: :func:`in_fast_range`).  Whether the fast formula gives this machine's library
-bits is checked once per process on probe inputs (:func:`agrees_with_libm`: random values and
-the values next to every rounding boundary of ``k``, where a different build would differ);
-where it does not (another C library, a build without FMA), callers keep ``math.exp``.
+those rows: :func:`in_fast_range`).  It is used only where the C library is known to run
+this algorithm with FMA (:func:`libm_is_reproduced`: glibc 2.28 or later on x86-64, a CPU
+with FMA and AVX2, where glibc picks its FMA build); anywhere else (another C library, an
+older glibc, its build without FMA, another architecture) callers keep ``math.exp``.  No
+check runs at run time (a kernel loaded for it cost a fresh process's first iteration about
+25 ms, development run); ``tests/test_exp_kernels.py`` compares the two bit for bit wherever
+the rule says they agree, on random inputs and the inputs next to every rounding boundary of
+``k`` (:func:`probes`), where a build rounding differently would differ.
 
 The table ``2^(k/128) ~= H_k * (1 + T_k)`` is computed here from its definition (``H_k`` the
 double nearest ``2^(k/128)``, ``T_k`` the double nearest the relative rest), with 60 decimal
@@ -26,7 +30,10 @@ digits: the same doubles as the library's table (the probes check it too).
 from __future__ import annotations
 
 import decimal
+import functools
 import math
+import os
+import platform
 
 import numpy as np
 from llvmlite import ir
@@ -121,10 +128,7 @@ def exp_fast(x):
 
 @njit(cache=True)
 def _mismatches(xs):
-    """How many ``xs`` (all :func:`in_fast_range`) :func:`exp_fast` and ``math.exp`` disagree on.
-
-    Serial: it runs once per process, before the first sweep, on a few hundred thousand
-    inputs (about a millisecond); a parallel kernel costs more to load from numba's cache."""
+    """How many ``xs`` (all :func:`in_fast_range`) :func:`exp_fast` and ``math.exp`` disagree on."""
     bad = 0
     for i in range(xs.shape[0]):
         if exp_fast(xs[i]) != math.exp(xs[i]):
@@ -133,7 +137,7 @@ def _mismatches(xs):
 
 
 def probes(count: int = 1 << 13, seed: int = 0, edges: int = 1000) -> np.ndarray:
-    """Inputs :func:`agrees_with_libm` checks: random values over the gradients' usual range
+    """Inputs to compare :func:`exp_fast` with ``math.exp`` on: random values over the gradients' usual range
     and the whole fast range, and, for every ``k`` with ``|k| < edges``, the doubles next to
     ``(k + 1/2) ln 2 / 128``, where ``k`` is rounded (a build that rounds ``x * 128 / ln 2``
     before adding the shift differs there) and next to ``k ln 2 / 128``."""
@@ -151,13 +155,30 @@ def probes(count: int = 1 << 13, seed: int = 0, edges: int = 1000) -> np.ndarray
     return xs[(a >= LOW) & (a < HIGH)]
 
 
-_AGREES: bool | None = None
+def agrees_with_libm(xs: np.ndarray | None = None) -> bool:
+    """Whether :func:`exp_fast` gives this process's ``math.exp`` bits on ``xs`` (default
+    :func:`probes`); for tests and diagnostics, not called by the engine."""
+    return bool(_mismatches(probes() if xs is None else xs) == 0)
 
 
-def agrees_with_libm() -> bool:
-    """Whether :func:`exp_fast` gives this process's ``math.exp`` bits on :func:`probes`
-    (checked once per process, about 0.05 M inputs)."""
-    global _AGREES
-    if _AGREES is None:
-        _AGREES = _mismatches(probes()) == 0
-    return _AGREES
+@functools.cache
+def libm_is_reproduced() -> bool:
+    """Whether this process's C library ``exp`` is the one :func:`exp_fast` reproduces (module
+    notes): glibc 2.28 or later, x86-64, the CPU's FMA and AVX2 usable (glibc's choice of its
+    FMA build).  Read once per process from the platform, no kernel run."""
+    try:  # ("glibc 2.36"; platform.libc_ver() would scan the Python binary for it)
+        library, version = os.confstr("CS_GNU_LIBC_VERSION").split()
+    except (AttributeError, ValueError, OSError):
+        return False
+    if library != "glibc" or platform.machine() != "x86_64":
+        return False
+    try:
+        major, minor = (int(part) for part in version.split(".")[:2])
+    except ValueError:
+        return False
+    if (major, minor) < (2, 28):
+        return False
+    from llvmlite import binding
+
+    features = binding.get_host_cpu_features()
+    return bool(features.get("fma", False) and features.get("avx2", False))
