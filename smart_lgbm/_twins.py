@@ -79,12 +79,12 @@ class RowKernel:
     axis of that argument's shape to read (``None``: the argument is the count itself).
     """
 
-    def __init__(self, func: Callable[..., Any], rows: int, axis: int | None) -> None:
+    def __init__(self, func: Callable[..., Any], rows: int, axis: int | None, error_model: str = "python") -> None:
         self.py_func = func
         self.rows = rows
         self.axis = axis
-        self.serial = njit(cache=True)(_copy(func, "__serial"))
-        self.parallel = njit(parallel=True, cache=True)(func)
+        self.serial = njit(cache=True, error_model=error_model)(_copy(func, "__serial"))
+        self.parallel = njit(parallel=True, cache=True, error_model=error_model)(func)
         self.__doc__ = func.__doc__
         self.__name__ = func.__name__
         self.__qualname__ = func.__qualname__
@@ -103,13 +103,16 @@ class RowKernel:
         return f"<row kernel {self.__module__}.{self.__qualname__}>"
 
 
-def row_kernel(rows: int = 0, axis: int | None = None) -> Callable[[Callable[..., Any]], RowKernel]:
+def row_kernel(rows: int = 0, axis: int | None = None,
+               error_model: str = "python") -> Callable[[Callable[..., Any]], RowKernel]:
     """Decorator: compile the kernel as serial and parallel twins (module notes).
 
-    ``rows``/``axis``: where the call's number of rows is (:class:`RowKernel`).
+    ``rows``/``axis``: where the call's number of rows is (:class:`RowKernel`);
+    ``error_model``: numba's (``"numpy"``: a float division by zero gives inf or NaN instead of
+    raising, and the division's check no longer keeps a row loop from vectorising).
     """
     def wrap(func: Callable[..., Any]) -> RowKernel:
-        kernel = RowKernel(func, rows, axis)
+        kernel = RowKernel(func, rows, axis, error_model)
         REGISTRY[f"{func.__module__}.{func.__qualname__}"] = kernel
         return kernel
     return wrap

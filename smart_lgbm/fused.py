@@ -97,7 +97,8 @@ class FusedPass:
         kernels = _kernels()
         if self.k == 1:
             column = (self.loss, self.sign, self.label, self.weight, self.param, grad.reshape(self.n),
-                      hess.reshape(self.n), self.stats, self.kind, bmax, bpos, bbad, bsum, norms, kernels.threads())
+                      hess.reshape(self.n), self.stats, self.kind, bmax, bpos, bbad, bsum, norms, kernels.threads(),
+                      kernels.fast_exp())
             if by_leaf is None:
                 kernels.one_column(self.n, scores.reshape(self.n), *column)
             else:

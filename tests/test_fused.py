@@ -196,7 +196,7 @@ def test_grouped_statistics_equal_the_scan_kernel_per_block(kind, threads):
         grad, hess = np.empty(n, np.float32), np.empty(n, np.float32)
         blocks = np.zeros(nb), np.zeros(nb, np.int64), np.zeros(nb, np.int64), np.zeros(nb)
         fk.one_column(n, raw, fk.BINARY, sign, empty, empty, 1.0, grad, hess, compiled.STATS_SCAN, kind, *blocks,
-                      np.zeros((nb, 2)), numba.get_num_threads())
+                      np.zeros((nb, 2)), numba.get_num_threads(), fk.fast_exp())
     finally:
         numba.set_num_threads(before)
     g2, h2 = np.empty(n, np.float32), np.empty(n, np.float32)

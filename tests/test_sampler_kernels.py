@@ -397,7 +397,7 @@ def test_block_scans_take_the_fast_loop_only_where_it_gives_scan_rows_values():
     bpos, bbad = np.zeros(nb, np.int64), np.zeros(nb, np.int64)
     grad, hess = np.empty(n, np.float32), np.empty(n, np.float32)
     fk.one_column(n, np.zeros(n), fk.L2, np.empty(0, np.int8), -g.astype(np.float64), np.empty(0), 0.0, grad, hess,
-                  STATS_SCAN, FIRST, bmax, bpos, bbad, bsum, np.zeros((nb, 2)), numba.get_num_threads())
+                  STATS_SCAN, FIRST, bmax, bpos, bbad, bsum, np.zeros((nb, 2)), numba.get_num_threads(), fk.fast_exp())
     assert np.array_equal(grad, g.astype(np.float64).astype(np.float32), equal_nan=True)
     fused = list(zip(bmax.tolist(), bpos.tolist(), bbad.tolist(), bsum.tolist()))
     for block, (a, b) in enumerate(zip(fused, ref32)):

@@ -19,6 +19,7 @@ import numpy as np
 from numba import njit, prange
 
 from .._twins import row_kernel
+from ._exp_kernels import exp_fast, in_fast_range
 
 #: Rows per parallel task in the multiclass kernels (one scratch row per task).
 _ROW_BLOCK = 4096
@@ -34,6 +35,17 @@ def binary_row(sign, sigmoid, raw):
     response = (-sign * sigmoid) / (1.0 + math.exp(sign * sigmoid * raw))
     abs_response = abs(response)
     return response, abs_response * (sigmoid - abs_response)
+
+
+@njit(cache=True, inline="always")
+def binary_row_fast(sign, sigmoid, raw):
+    """:func:`binary_row` with :func:`smart_lgbm.losses._exp_kernels.exp_fast` for ``exp``, and
+    whether its argument is in the fast range (only then are ``g, h`` :func:`binary_row`'s
+    bits; the caller recomputes the other rows with it).  No call: a loop of it vectorises."""
+    x = sign * sigmoid * raw
+    response = (-sign * sigmoid) / (1.0 + exp_fast(x))
+    abs_response = abs(response)
+    return response, abs_response * (sigmoid - abs_response), in_fast_range(x)
 
 
 @njit(cache=True, inline="always")

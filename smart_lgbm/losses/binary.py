@@ -37,7 +37,7 @@ def one_column_gradients(raw: np.ndarray, sign: np.ndarray, weight: np.ndarray, 
 
     n = raw.shape[0]
     fk.one_column(n, raw, fk.BINARY, sign, _NO_LABEL, weight, sigmoid, grad.reshape(n), hess.reshape(n),
-                  compiled.STATS_NONE, 0, *_NO_STATISTICS, fk.threads())
+                  compiled.STATS_NONE, 0, *_NO_STATISTICS, fk.threads(), fk.fast_exp())
 
 
 class BinaryLogloss(Loss, kernels={"gradient_hessian": "_gradient_kernel", "loss": "_loss_kernel"}):
