@@ -405,11 +405,13 @@ def main() -> None:
         "",
         f"Command: `python scripts/bench_engine.py {' '.join(sys.argv[1:])}`".rstrip(),
         "",
-        f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
-        f"lightgbm {lightgbm.__version__}, numba {numba.__version__}; nothing else running. Each cell: median over "
-        "fresh processes of each process's median per-iteration wall time (first 3 iterations dropped); peak RSS "
-        "(VmHWM) of the whole process, raw data included. Engine steps: gradients and draw of all rows (sample), "
-        "LightGBM's tree on the sample (tree), every row's score update (update). Learning rate 0.1, "
+        f"Machine: {platform.machine()}, {os.cpu_count()} cores, {platform.system()} {platform.release()}, "
+        f"Python {platform.python_version()}, lightgbm {lightgbm.__version__}, numba {numba.__version__}; nothing else "
+        "running. Each cell: median over fresh processes of each process's median per-iteration wall time (first 3 "
+        "iterations dropped); peak RSS (VmHWM) of the whole process, raw data included (its file-backed share, the "
+        "shared libraries' code, depends on how much the kernel maps per page fault: scripts/probe_memory.py). "
+        "Engine steps: gradients and draw of all rows (sample), LightGBM's tree on the sample (tree), every row's "
+        "score update (update). Learning rate 0.1, "
         f"{args.threads} thread{'s' if args.threads > 1 else ''}.",
         "",
     ]

@@ -8,16 +8,27 @@ This probe takes the engine's extra apart, on the bundled a9a (32,561 x 123 spar
 across it, in fresh processes:
 
 * numba's runtime, in the order numba sets it up on the first call of any compiled
-  function, even one loaded from the on-disk cache: the runtime's own functions compiled by
-  LLVM (``rtsys.initialize``; what it adds is LLVM's code paged in from libllvmlite, shown
-  as file-backed RSS), the implementation registries (numba imports its ``numba.np`` /
+  function, even one loaded from the on-disk cache: the runtime's own functions
+  (``rtsys.initialize``; loaded from the object file ``smart_lgbm._numba_runtime`` caches,
+  compiled by LLVM only where there is none yet, which pages in about 27 MB of LLVM's code
+  from libllvmlite, shown as file-backed RSS), the implementation registries (numba imports its ``numba.np`` /
   ``numba.cpython`` / ``numba.typed`` modules), the typing context's refresh, and the
   threading layer;
 * then the training run, with every kernel's first call (its load from numba's cache, or
   its compilation when the cache is cold) measured on its own;
 * stock full training in its own process, for the baseline;
 * the engine's VmRSS and VmHWM after its first and last iteration, around the release of
-  the run's training structures and after the final model's load: where the peak is.
+  the run's training structures and after the final model's load: where the peak is;
+* each process's RSS at the end split into anonymous and file-backed pages (the peak is the
+  end on a9a: RSS only grows), and the engine's own share once numba's fixed cost is out of
+  the way: a second engine process first calls one trivial cached function (numba's runtime,
+  registries and typing context set up, no kernel of the package loaded), then trains;
+* how many KB of ``libllvmlite.so`` one page fault maps on this machine.  File-backed RSS
+  (code of the shared libraries) depends on it: kernels that keep large page-cache folios
+  map a whole folio per fault, so merely importing numba maps far more of LLVM's 170 MB
+  library (and stock's baseline grows with it) than on a kernel that maps 4 KB pages with a
+  64 KB fault-around; numba's setup then pages in less on top (it is mapped already).
+  Ratios of peak RSS are only comparable between machines that map alike.
 
 Data as bench_engine's workers read it (its ``make_data`` / ``_load``), so the figures
 match its table's.
@@ -53,6 +64,11 @@ def _status() -> dict[str, float]:
     return out
 
 
+def _trivial(x: int) -> int:
+    """One compiled function of nothing but an addition (numba's fixed cost, measured)."""
+    return x + 1
+
+
 def worker(path: str, method: str, rounds: int) -> dict:
     """One fresh process: imports and data, numba's runtime step by step, then the run."""
     import lightgbm as lgb
@@ -73,7 +89,16 @@ def worker(path: str, method: str, rounds: int) -> dict:
         last = now
 
     base = last["VmRSS"]
-    if method == "stock_full":
+    if method == "engine_after_numba":
+        import numba
+
+        # numba's fixed cost, no kernel of the package: a module-level function, so that it
+        # comes from numba's cache (scripts/__pycache__) after the probe's first run
+        numba.njit(cache=True)(_trivial)(1)
+        mark("numba's fixed cost (one trivial cached function)")
+        sl.train(params, lgb.Dataset(X, y, params={"verbosity": -1}), rounds, sampler=sl.FirstOrder(rate=0.3))
+        mark("training")
+    elif method == "stock_full":
         lgb.train(params, lgb.Dataset(X, y, params={"verbosity": -1}), rounds)
         mark("training")
     else:
@@ -85,7 +110,7 @@ def worker(path: str, method: str, rounds: int) -> dict:
 
         context = cpu_target.target_context
         rtsys.initialize(context)
-        mark("numba: runtime functions compiled by LLVM (NRT)")
+        mark("numba: runtime functions (NRT), from smart_lgbm's cached object file (compiled at a first run)")
         context.load_additional_registries()
         context.install_registry(builtin_registry)
         mark("numba: implementation registries")
@@ -135,8 +160,25 @@ def worker(path: str, method: str, rounds: int) -> dict:
         steps.extend((f"  kernel {name}", rss, file) for name, rss, file in loads)
     end = _status()
     timeline.append(("end of training (the final model loaded)", end))
-    return {"before_training": base, "peak": end["VmHWM"], "steps": steps,
+    return {"before_training": base, "peak": end["VmHWM"], "steps": steps, "end_anon": end["RssAnon"],
+            "end_file": end["RssFile"],
             "timeline": [(name, status["VmRSS"], status["VmHWM"]) for name, status in timeline]}
+
+
+def fault_granularity_kb() -> float:
+    """KB of ``libllvmlite.so`` that one read fault maps into this process: one byte read per
+    4 MB of a fresh read-only mapping of it (this process's RSS, not the workers')."""
+    import mmap
+
+    from llvmlite import binding
+
+    library = Path(binding.__file__).parent / "libllvmlite.so"
+    with open(library, "rb") as fh, mmap.mmap(fh.fileno(), 0, prot=mmap.PROT_READ) as mapped:
+        before = _status()["RssFile"]
+        offsets = range(0, len(mapped), 4 << 20)
+        for offset in offsets:
+            mapped[offset]
+        return (_status()["RssFile"] - before) * 1024 / len(offsets)
 
 
 def main() -> None:
@@ -151,7 +193,7 @@ def main() -> None:
     runs = {}
     with tempfile.TemporaryDirectory() as folder:
         path = str(bench_engine.make_data("a9a", Path(folder), quick=False))
-        for method in ("stock_full", args.method):
+        for method in ("stock_full", args.method, "engine_after_numba"):
             out = subprocess.run([sys.executable, __file__, "--worker", path, method, "--rounds", str(args.rounds)],
                                  check=True, capture_output=True, text=True)
             runs[method] = json.loads(out.stdout.strip().splitlines()[-1])
@@ -159,12 +201,21 @@ def main() -> None:
     print(f"a9a, {args.rounds} rounds. Before training (imports and data): stock {stock['before_training']:.1f} MB, "
           f"engine {engine['before_training']:.1f} MB")
     print(f"peak RSS: stock full {stock['peak']:.1f} MB, engine {args.method} {engine['peak']:.1f} MB "
-          f"({engine['peak'] / stock['peak']:.3f}x)\n")
+          f"({engine['peak'] / stock['peak']:.3f}x)")
+    print(f"at the end, anonymous / file-backed: stock full {stock['end_anon']:.1f} / {stock['end_file']:.1f} MB, "
+          f"engine {engine['end_anon']:.1f} / {engine['end_file']:.1f} MB")
+    print(f"one read fault maps {fault_granularity_kb():.0f} KB of libllvmlite.so on this machine "
+          "(file-backed RSS depends on it)\n")
     print("| step | VmRSS change MB | of it file-backed MB |\n|---|---:|---:|")
     for name, rss, file in stock["steps"]:
         print(f"| stock full: {name} | {rss:.1f} | {file:.1f} |")
     for name, rss, file in engine["steps"]:
         print(f"| engine: {name} | {rss:.1f} | {file:.1f} |")
+    own = runs["engine_after_numba"]
+    fixed, training = (rss for _, rss, _ in own["steps"])
+    print(f"\nnumba's fixed cost alone (another engine process: one trivial cached function, then "
+          f"FirstOrder(rate=0.3)): {fixed:.1f} MB; then the engine's training {training:.1f} MB "
+          f"(stock full's peak over its RSS before training: {stock['peak'] - stock['before_training']:.1f} MB)")
     print("\nWhere the engine's peak is:\n\n| point | VmRSS MB | VmHWM MB |\n|---|---:|---:|")
     for name, rss, hwm in engine["timeline"]:
         print(f"| {name} | {rss:.1f} | {hwm:.1f} |")

@@ -1,0 +1,103 @@
+"""numba's runtime functions (NRT) loaded from a cached object file instead of compiled by LLVM.
+
+numba sets its runtime up on the first call of any compiled function, even one loaded from
+the on-disk cache: it compiles a small LLVM module of reference-counting helpers
+(``numba.core.runtime.nrtdynmod.compile_nrt_functions``) through LLVM's optimizer and code
+generator.  Those run nowhere else in a process whose kernels all come from the cache, yet
+the compile pages in about 27 MB of LLVM's code (file-backed RSS, measured by
+``scripts/probe_memory.py``), most of the engine's extra peak memory over stock LightGBM on
+small data.  Loading a kernel from the cache only needs LLVM's bitcode reader and object
+loader.
+
+:func:`install` wraps that compile: the first process compiles the module as numba does,
+with numba's object caching on, and writes numba's own serialized form of the library
+(object code plus the bitcode numba links later compilations against) beside the package's
+kernel cache; later processes load it the way numba loads any cached function
+(``Codegen.unserialize_library``).  The file's name carries everything the object code
+depends on (numba's and llvmlite's versions, the target triple, host CPU name and features,
+numba's optimisation level): another machine or version compiles anew.  An unreadable
+file, or a numba without these internals, falls back to numba's own compile.  The runtime
+functions are the same machine code either way (reference counts and memory information,
+no arithmetic of the models), so the models are unchanged.
+
+This reaches into numba internals (numba 0.6x); it is the package's only such use and
+changes nothing once numba's runtime is already set up in the process.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import tempfile
+from pathlib import Path
+from typing import Any
+
+#: set by :func:`install`: numba's own compile, wrapped
+_COMPILE: Any = None
+
+
+def cache_path(context: Any) -> Path:
+    """The cached runtime library's file for this process's numba, llvmlite and CPU: in
+    ``NUMBA_CACHE_DIR`` when set, else in the package's ``__pycache__`` (where numba caches
+    its kernels)."""
+    import llvmlite
+    import numba
+
+    codegen = context.codegen()
+    tag = repr((numba.__version__, llvmlite.__version__, codegen.magic_tuple(), numba.config.OPT))
+    folder = numba.config.CACHE_DIR or str(Path(__file__).resolve().parent / "__pycache__")
+    return Path(folder) / f"numba_runtime-{hashlib.sha256(tag.encode()).hexdigest()[:20]}.nrt"
+
+
+def _compile_or_load(context: Any) -> Any:
+    """``compile_nrt_functions(context)``, through the cached object file when there is one."""
+    from numba.core.runtime import nrtdynmod
+
+    path = cache_path(context)
+    codegen = context.codegen()
+    if path.is_file():
+        try:
+            with open(path, "rb") as fh:
+                return codegen.unserialize_library(pickle.load(fh))
+        except Exception:  # noqa: BLE001  (a damaged or foreign file: compile as numba does)
+            pass
+    ir_module, library = nrtdynmod.create_nrt_module(context)
+    library.enable_object_caching()  # keeps the object code for serialize_using_object_code
+    library.add_ir_module(ir_module)
+    library.finalize()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # written whole under another name, then renamed: a concurrent reader never sees half
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+        with os.fdopen(fd, "wb") as fh:
+            pickle.dump(library.serialize_using_object_code(), fh)
+        os.replace(tmp, path)
+    except OSError:  # a read-only install: every process compiles, as without this module
+        pass
+    return library
+
+
+def install() -> bool:
+    """Route numba's runtime compile through the cached object file (once per process).
+
+    Returns
+    -------
+    bool
+        Whether it is installed (False on a numba without the internals it wraps).
+    """
+    global _COMPILE
+    try:
+        from numba.core.codegen import CPUCodegen, CPUCodeLibrary
+        from numba.core.runtime import nrtdynmod
+    except ImportError:
+        return False
+    needed = (hasattr(nrtdynmod, "compile_nrt_functions") and hasattr(nrtdynmod, "create_nrt_module")
+              and hasattr(CPUCodegen, "magic_tuple") and hasattr(CPUCodegen, "unserialize_library")
+              and hasattr(CPUCodeLibrary, "serialize_using_object_code"))
+    if not needed:
+        return False
+    if _COMPILE is None:
+        _COMPILE = nrtdynmod.compile_nrt_functions
+        nrtdynmod.compile_nrt_functions = _compile_or_load
+    return True
