@@ -45,8 +45,8 @@ def cache_path(context: Any) -> Path:
     import numba
 
     codegen = context.codegen()
-    tag = repr((numba.__version__, llvmlite.__version__, codegen.magic_tuple(), numba.config.OPT))
-    folder = numba.config.CACHE_DIR or str(Path(__file__).resolve().parent / "__pycache__")
+    tag = repr((numba.__version__, llvmlite.__version__, codegen.magic_tuple(), getattr(numba.config, "OPT", None)))
+    folder = getattr(numba.config, "CACHE_DIR", None) or str(Path(__file__).resolve().parent / "__pycache__")
     return Path(folder) / f"numba_runtime-{hashlib.sha256(tag.encode()).hexdigest()[:20]}.nrt"
 
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 import types
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Literal
 
 from numba import njit
 
@@ -79,7 +79,8 @@ class RowKernel:
     axis of that argument's shape to read (``None``: the argument is the count itself).
     """
 
-    def __init__(self, func: Callable[..., Any], rows: int, axis: int | None, error_model: str = "python") -> None:
+    def __init__(self, func: Callable[..., Any], rows: int, axis: int | None,
+                 error_model: Literal["python", "numpy"] = "python") -> None:
         self.py_func = func
         self.rows = rows
         self.axis = axis
@@ -104,7 +105,7 @@ class RowKernel:
 
 
 def row_kernel(rows: int = 0, axis: int | None = None,
-               error_model: str = "python") -> Callable[[Callable[..., Any]], RowKernel]:
+               error_model: Literal["python", "numpy"] = "python") -> Callable[[Callable[..., Any]], RowKernel]:
     """Decorator: compile the kernel as serial and parallel twins (module notes).
 
     ``rows``/``axis``: where the call's number of rows is (:class:`RowKernel`);

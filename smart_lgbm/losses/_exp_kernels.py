@@ -167,7 +167,7 @@ def libm_is_reproduced() -> bool:
     notes): glibc 2.28 or later, x86-64, the CPU's FMA and AVX2 usable (glibc's choice of its
     FMA build).  Read once per process from the platform, no kernel run."""
     try:  # ("glibc 2.36"; platform.libc_ver() would scan the Python binary for it)
-        library, version = os.confstr("CS_GNU_LIBC_VERSION").split()
+        library, version = (os.confstr("CS_GNU_LIBC_VERSION") or "").split()
     except (AttributeError, ValueError, OSError):
         return False
     if library != "glibc" or platform.machine() != "x86_64":
