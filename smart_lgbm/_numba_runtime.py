@@ -29,7 +29,7 @@ from __future__ import annotations
 import hashlib
 import os
 import pickle
-import tempfile
+import secrets
 from pathlib import Path
 from typing import Any
 
@@ -68,11 +68,17 @@ def _compile_or_load(context: Any) -> Any:
     library.finalize()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        # written whole under another name, then renamed: a concurrent reader never sees half
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-        with os.fdopen(fd, "wb") as fh:
-            pickle.dump(library.serialize_using_object_code(), fh)
-        os.replace(tmp, path)
+        # written whole under another name, then renamed: a concurrent reader never sees half.
+        # (A name of its own opened with "x" rather than mkstemp, whose files are private: the
+        # cache is shared like numba's own cache files, which follow the umask.)
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+        try:
+            with open(tmp, "xb") as fh:
+                pickle.dump(library.serialize_using_object_code(), fh)
+            os.replace(tmp, path)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
     except OSError:  # a read-only install: every process compiles, as without this module
         pass
     return library

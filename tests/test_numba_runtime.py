@@ -5,6 +5,8 @@ models do not change."""
 from __future__ import annotations
 
 import json
+import os
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -64,6 +66,11 @@ def test_first_process_writes_the_runtime_later_ones_load_it_same_model(tmp_path
     path = tmp_path / "runtime.nrt"
     first = _child(path, forbid=False)
     assert first["exists"] and first["sum"] == 45
+    # a shared cache file like numba's own: the permissions a plain open() gives, not private
+    umask = os.umask(0o022)
+    os.umask(umask)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o666 & ~umask
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["runtime.nrt"]  # no temporary left
     second = _child(path, forbid=True)  # would fail if it compiled
     assert second["sum"] == 45
     assert second["model"] == first["model"]
