@@ -30,24 +30,54 @@ import hashlib
 import os
 import pickle
 import secrets
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 #: set by :func:`install`: numba's own compile, wrapped
 _COMPILE: Any = None
 
 
+def cache_folder() -> Path:
+    """Where the package keeps its own compiled-code cache files: ``NUMBA_CACHE_DIR`` when
+    set, else the package's ``__pycache__`` (where numba caches its kernels)."""
+    import numba
+
+    return Path(getattr(numba.config, "CACHE_DIR", None) or str(Path(__file__).resolve().parent / "__pycache__"))
+
+
 def cache_path(context: Any) -> Path:
-    """The cached runtime library's file for this process's numba, llvmlite and CPU: in
-    ``NUMBA_CACHE_DIR`` when set, else in the package's ``__pycache__`` (where numba caches
-    its kernels)."""
+    """The cached runtime library's file for this process's numba, llvmlite and CPU, in
+    :func:`cache_folder`."""
     import llvmlite
     import numba
 
     codegen = context.codegen()
     tag = repr((numba.__version__, llvmlite.__version__, codegen.magic_tuple(), getattr(numba.config, "OPT", None)))
-    folder = getattr(numba.config, "CACHE_DIR", None) or str(Path(__file__).resolve().parent / "__pycache__")
-    return Path(folder) / f"numba_runtime-{hashlib.sha256(tag.encode()).hexdigest()[:20]}.nrt"
+    return cache_folder() / f"numba_runtime-{hashlib.sha256(tag.encode()).hexdigest()[:20]}.nrt"
+
+
+def write_shared(path: Path, write: Callable[[IO[bytes]], object]) -> bool:
+    """Write a cache file through ``write(binary file)``: whole under another name, then
+    renamed, so a concurrent reader never sees half of it.  Whether it was written (False
+    where the folder cannot be written, e.g. a read-only install).
+
+    The temporary file is opened with ``"x"`` rather than made by ``mkstemp``, whose files
+    are private: these files are shared like numba's own cache files, which follow the umask.
+    """
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+        try:
+            with open(tmp, "xb") as fh:
+                write(fh)
+            os.replace(tmp, path)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+    except OSError:
+        return False
+    return True
 
 
 def _compile_or_load(context: Any) -> Any:
@@ -66,21 +96,8 @@ def _compile_or_load(context: Any) -> Any:
     library.enable_object_caching()  # keeps the object code for serialize_using_object_code
     library.add_ir_module(ir_module)
     library.finalize()
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        # written whole under another name, then renamed: a concurrent reader never sees half.
-        # (A name of its own opened with "x" rather than mkstemp, whose files are private: the
-        # cache is shared like numba's own cache files, which follow the umask.)
-        tmp = path.with_name(f"{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-        try:
-            with open(tmp, "xb") as fh:
-                pickle.dump(library.serialize_using_object_code(), fh)
-            os.replace(tmp, path)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
-    except OSError:  # a read-only install: every process compiles, as without this module
-        pass
+    # (not written on a read-only install: every process compiles, as without this module)
+    write_shared(path, lambda fh: pickle.dump(library.serialize_using_object_code(), fh))
     return library
 
 

@@ -13,7 +13,8 @@ from smart_lgbm import _fused_kernels as fk
 from smart_lgbm.losses import _exp_kernels as ek
 from smart_lgbm.samplers import compiled
 
-needs_agreement = pytest.mark.skipif(not ek.libm_is_reproduced(),
+# (the platform rule, not libm_is_reproduced: a library that disagrees must fail here, not skip)
+needs_agreement = pytest.mark.skipif(not ek.platform_rule(),
                                      reason="this C library's exp is not the one the fast formula reproduces")
 
 
@@ -39,6 +40,47 @@ def test_exp_fast_is_math_exp_bit_for_bit() -> None:
         assert ek._mismatches(np.array([x])) == 0
     for x in (0.0, -0.0, ek.LOW / 2, ek.HIGH, -ek.HIGH, 700.0, -745.0, math.inf, -math.inf, math.nan):
         assert not ek.in_fast_range.py_func(x)
+
+
+@pytest.mark.parametrize("agrees", [True, False])
+def test_the_check_runs_once_per_platform_and_its_answer_decides(tmp_path, monkeypatch, agrees: bool) -> None:
+    """The comparison runs in the first process on a platform; its answer is kept beside the
+    kernel cache, read by later processes, and a disagreement turns the fast ``exp`` off."""
+    monkeypatch.setattr(numba.config, "CACHE_DIR", str(tmp_path), raising=False)
+    monkeypatch.setattr(ek, "platform_rule", lambda: True)
+    calls = []
+    monkeypatch.setattr(ek, "agrees_with_libm", lambda xs=None: calls.append(1) or agrees)
+    ek.libm_is_reproduced.cache_clear()
+    try:
+        assert ek.libm_is_reproduced() is agrees
+        assert ek.verdict_path().parent == tmp_path and ek.verdict_path().is_file()
+        assert fk.fast_exp() is agrees
+        ek.libm_is_reproduced.cache_clear()  # a later process: reads the answer, no check
+        assert ek.libm_is_reproduced() is agrees and len(calls) == 1
+        ek.verdict_path().write_bytes(b"damaged")  # anything but the agreeing answer: keep math.exp
+        ek.libm_is_reproduced.cache_clear()
+        assert ek.libm_is_reproduced() is False
+    finally:
+        ek.libm_is_reproduced.cache_clear()
+
+
+def test_no_check_off_the_platform_rule(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(numba.config, "CACHE_DIR", str(tmp_path), raising=False)
+    monkeypatch.setattr(ek, "platform_rule", lambda: False)
+    monkeypatch.setattr(ek, "agrees_with_libm", lambda xs=None: pytest.fail("checked off the platform rule"))
+    ek.libm_is_reproduced.cache_clear()
+    try:
+        assert ek.libm_is_reproduced() is False
+        assert list(tmp_path.iterdir()) == []
+    finally:
+        ek.libm_is_reproduced.cache_clear()
+
+
+@needs_agreement
+def test_the_recorded_answer_on_this_machine_is_the_comparison() -> None:
+    ek.libm_is_reproduced.cache_clear()
+    assert ek.libm_is_reproduced() is True
+    assert ek.verdict_path().read_bytes() == b"agrees"
 
 
 def test_probes_hold_inputs_where_the_shift_rounding_matters() -> None:

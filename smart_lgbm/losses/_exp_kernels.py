@@ -16,11 +16,13 @@ other input (tiny, large, infinite, NaN) goes to :func:`math.exp` itself (caller
 those rows: :func:`in_fast_range`).  It is used only where the C library is known to run
 this algorithm with FMA (:func:`libm_is_reproduced`: glibc 2.28 or later on x86-64, a CPU
 with FMA and AVX2, where glibc picks its FMA build); anywhere else (another C library, an
-older glibc, its build without FMA, another architecture) callers keep ``math.exp``.  No
-check runs at run time (a kernel loaded for it cost a fresh process's first iteration about
-25 ms, development run); ``tests/test_exp_kernels.py`` compares the two bit for bit wherever
-the rule says they agree, on random inputs and the inputs next to every rounding boundary of
-``k`` (:func:`probes`), where a build rounding differently would differ.
+older glibc, its build without FMA, another architecture) callers keep ``math.exp``.  Where
+the rule holds, the two are compared bit for bit (:func:`agrees_with_libm`, on random inputs
+and the inputs next to every rounding boundary of ``k``, :func:`probes`, where a build
+rounding differently would differ) once per C library version and CPU, and the answer is
+kept beside the kernel cache (:func:`libm_is_reproduced`): loading the check's kernel cost a
+fresh process's first iteration about 25 ms (development run), so it does not run in every
+process.  ``tests/test_exp_kernels.py`` makes the same comparison wherever the rule holds.
 
 The table ``2^(k/128) ~= H_k * (1 + T_k)`` is computed here from its definition (``H_k`` the
 double nearest ``2^(k/128)``, ``T_k`` the double nearest the relative rest), with 60 decimal
@@ -31,9 +33,11 @@ from __future__ import annotations
 
 import decimal
 import functools
+import hashlib
 import math
 import os
 import platform
+from pathlib import Path
 
 import numpy as np
 from llvmlite import ir
@@ -157,28 +161,72 @@ def probes(count: int = 1 << 13, seed: int = 0, edges: int = 1000) -> np.ndarray
 
 def agrees_with_libm(xs: np.ndarray | None = None) -> bool:
     """Whether :func:`exp_fast` gives this process's ``math.exp`` bits on ``xs`` (default
-    :func:`probes`); for tests and diagnostics, not called by the engine."""
+    :func:`probes`)."""
     return bool(_mismatches(probes() if xs is None else xs) == 0)
 
 
-@functools.cache
-def libm_is_reproduced() -> bool:
-    """Whether this process's C library ``exp`` is the one :func:`exp_fast` reproduces (module
-    notes): glibc 2.28 or later, x86-64, the CPU's FMA and AVX2 usable (glibc's choice of its
-    FMA build).  Read once per process from the platform, no kernel run."""
+def platform_rule() -> bool:
+    """Whether the platform is one where the C library's ``exp`` is the algorithm
+    :func:`exp_fast` reproduces (module notes): glibc 2.28 or later, x86-64, the CPU's FMA
+    and AVX2 usable (glibc's choice of its FMA build)."""
+    return _glibc_version() is not None and _cpu_has_fma_avx2()
+
+
+def _glibc_version() -> str | None:
+    """``"2.36"`` for glibc 2.28 or later on x86-64, else None."""
     try:  # ("glibc 2.36"; platform.libc_ver() would scan the Python binary for it)
         library, version = (os.confstr("CS_GNU_LIBC_VERSION") or "").split()
     except (AttributeError, ValueError, OSError):
-        return False
+        return None
     if library != "glibc" or platform.machine() != "x86_64":
-        return False
+        return None
     try:
         major, minor = (int(part) for part in version.split(".")[:2])
     except ValueError:
-        return False
-    if (major, minor) < (2, 28):
-        return False
+        return None
+    return version if (major, minor) >= (2, 28) else None
+
+
+def _cpu_has_fma_avx2() -> bool:
     from llvmlite import binding
 
     features = binding.get_host_cpu_features()
     return bool(features.get("fma", False) and features.get("avx2", False))
+
+
+def verdict_path() -> Path:
+    """The file recording :func:`agrees_with_libm`'s answer for this C library, CPU and
+    version of this module, beside the package's kernel cache."""
+    from llvmlite import binding
+
+    from .._numba_runtime import cache_folder
+
+    tag = repr((os.confstr("CS_GNU_LIBC_VERSION"), binding.get_host_cpu_name(),
+                sorted(binding.get_host_cpu_features().items()), Path(__file__).read_bytes()))
+    return cache_folder() / f"libm_exp-{hashlib.sha256(tag.encode()).hexdigest()[:20]}.verdict"
+
+
+@functools.cache
+def libm_is_reproduced() -> bool:
+    """Whether this process's C library ``exp`` gives :func:`exp_fast`'s bits: the platform
+    rule (:func:`platform_rule`), checked by :func:`agrees_with_libm` once per C library,
+    CPU and version of this module.
+
+    The check's answer is kept in a small file beside the kernel cache
+    (:func:`verdict_path`), so later processes only read it: loading the check's kernel costs
+    a process about 25 ms (development run).  A C library that changed its ``exp`` under the
+    same platform rule (a new glibc version) is checked again and, if it disagrees, every
+    caller keeps ``math.exp``: its gradients stay the library's bits.
+    """
+    if not platform_rule():
+        return False
+    path = verdict_path()
+    try:
+        return path.read_bytes() == b"agrees"
+    except OSError:  # (not checked yet on this platform; a read-only install checks every time)
+        pass
+    agrees = agrees_with_libm()
+    from .._numba_runtime import write_shared
+
+    write_shared(path, lambda fh: fh.write(b"agrees" if agrees else b"differs"))
+    return agrees
