@@ -39,11 +39,30 @@ _COMPILE: Any = None
 
 
 def cache_folder() -> Path:
-    """Where the package keeps its own compiled-code cache files: ``NUMBA_CACHE_DIR`` when
-    set, else the package's ``__pycache__`` (where numba caches its kernels)."""
+    """Where the package keeps its own compiled-code cache files, the folder numba picks for
+    the package's kernels: ``NUMBA_CACHE_DIR`` when set; else the package's ``__pycache__``
+    when it can be written; else (a read-only install) numba's user-wide cache folder."""
     import numba
 
-    return Path(getattr(numba.config, "CACHE_DIR", None) or str(Path(__file__).resolve().parent / "__pycache__"))
+    configured = getattr(numba.config, "CACHE_DIR", None)
+    if configured:
+        return Path(configured)
+    in_tree = Path(__file__).resolve().parent / "__pycache__"
+    if _writable(in_tree):
+        return in_tree
+    try:
+        from numba.misc.appdirs import AppDirs
+    except ImportError:  # (a numba without it: read-only, every process compiles)
+        return in_tree
+    return Path(AppDirs(appname="numba", appauthor=False).user_cache_dir) / "smart_lgbm"
+
+
+def _writable(folder: Path) -> bool:
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return False
+    return os.access(folder, os.W_OK)
 
 
 def cache_path(context: Any) -> Path:

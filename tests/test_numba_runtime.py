@@ -83,3 +83,21 @@ def test_a_damaged_file_falls_back_to_compiling_and_is_rewritten(tmp_path):
     assert out["sum"] == 45
     assert path.read_bytes() != b"not a pickled library"
     assert _child(path, forbid=True)["sum"] == 45
+
+
+def test_cache_folder_is_numbas_choice(tmp_path, monkeypatch):
+    import numba
+
+    from smart_lgbm import _numba_runtime
+
+    monkeypatch.setattr(numba.config, "CACHE_DIR", str(tmp_path), raising=False)
+    assert _numba_runtime.cache_folder() == tmp_path
+    monkeypatch.setattr(numba.config, "CACHE_DIR", "", raising=False)
+    package = Path(_numba_runtime.__file__).resolve().parent
+    assert _numba_runtime.cache_folder() == package / "__pycache__"
+    # a read-only install: numba caches the kernels in its user-wide folder, and so do we
+    monkeypatch.setattr(_numba_runtime, "_writable", lambda folder: False)
+    from numba.misc.appdirs import AppDirs
+
+    user = Path(AppDirs(appname="numba", appauthor=False).user_cache_dir)
+    assert _numba_runtime.cache_folder() == user / "smart_lgbm"
