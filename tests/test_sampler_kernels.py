@@ -430,6 +430,28 @@ def test_mvs_stored_importances_give_the_recomputed_draw(n, rate):
 # ------------------------------------------------------------------ the draw kernel against its rule
 
 
+def test_uniforms_integer_conversion_is_exact():
+    # the kernels' uniform converts SplitMix64's 53 bits to a double by hand (it vectorises):
+    # it must be the exact value at every width, the halves' edges included
+    from numba import njit
+
+    from smart_lgbm.samplers import _kernels as k
+
+    @njit
+    def convert(values):
+        out = np.empty(values.shape[0])
+        for j in range(values.shape[0]):
+            out[j] = k.exact_double(values[j])
+        return out
+
+    rng = np.random.default_rng(0)
+    edges = [b + d for b in (0, 2**31, 2**32, 2**52, 2**53 - 1) for d in (-1, 0, 1) if 0 <= b + d < 2**53]
+    widths = rng.integers(0, 2**63, 4096, dtype=np.uint64) >> rng.integers(11, 64, 4096).astype(np.uint64)
+    values = np.concatenate([np.array(edges, dtype=np.uint64), widths, rng.integers(0, 2**53, 4096, dtype=np.uint64)])
+    got = convert(values)
+    assert [float(x) for x in got] == [float(int(v)) for v in values]
+
+
 def _kernel_draw(twin, imp, c1, c2, rho, key):
     """The rows a twin of ``_kernels.draw`` keeps, block after block, checking its counts and offsets."""
     from smart_lgbm.samplers import _kernels as k

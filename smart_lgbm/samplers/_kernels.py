@@ -38,7 +38,7 @@ import warnings
 
 import numpy as np
 from llvmlite import ir
-from numba import errors, njit, prange, types
+from numba import config, errors, njit, prange, types
 from numba.core import cgutils
 from numba.extending import intrinsic, overload
 from numba.np.numpy_support import from_dtype
@@ -63,14 +63,64 @@ _MIX2 = np.uint64(0x94D049BB133111EB)
 _TWO_POW_M53 = 1.0 / 9007199254740992.0
 
 
+@intrinsic
+def _double(typingctx, u):
+    """The double whose bits are the uint64 ``u`` (a bitcast, which vectorises)."""
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.DoubleType())
+    return types.float64(types.uint64), codegen
+
+
+_LOW_WORD = np.uint64(0xFFFFFFFF)
+_TWO_POW_52_BITS = np.uint64(0x4330000000000000)  # 2**52: ORed with x < 2**32, 2**52 + x
+_TWO_POW_84_BITS = np.uint64(0x4530000000000000)  # 2**84: ORed with x < 2**32, 2**84 + x * 2**32
+_TWO_POW_84_52 = 2.0**84 + 2.0**52
+
+
+@njit(cache=True, inline="always")
+def exact_double(k):
+    """``float(k)`` of a uint64 ``k < 2**53``, exactly, in instructions that vectorise.
+
+    AVX2 has no vector conversion of 64-bit integers (AVX-512DQ does): LLVM converted a
+    vector of them one lane at a time.  Here each 32-bit half becomes a double by placing it
+    in the mantissa of a power of two (``2**84 + hi * 2**32`` and ``2**52 + lo``); the
+    subtraction of ``2**84 + 2**52`` is exact (its result, ``hi * 2**32 - 2**52``, is a
+    multiple of ``2**32`` below ``2**53`` in magnitude), and so is the sum, ``k`` itself.
+    """
+    hi = _double(_TWO_POW_84_BITS | (k >> np.uint64(32))) - _TWO_POW_84_52
+    return hi + _double(_TWO_POW_52_BITS | (k & _LOW_WORD))
+
+
+def _converts_int64_vectors() -> bool:
+    """Whether numba compiles for a CPU with AVX-512DQ, which converts vectors of 64-bit
+    integers to doubles in one instruction (numba's target features: ``NUMBA_CPU_FEATURES``
+    when set, else the host's)."""
+    features = getattr(config, "CPU_FEATURES", None)
+    if features is None:
+        from llvmlite import binding
+
+        features = binding.get_host_cpu_features().flatten()
+    return "+avx512dq" in features.split(",")
+
+
+#: Read once at import; a constant in the compiled code (numba's cache is per CPU and features).
+_CONVERT_INT64 = _converts_int64_vectors()
+
+
 @njit(cache=True, inline="always")
 def uniform(key, i):
-    """Row ``i``'s uniform in [0, 1): SplitMix64 at counter ``i + 1`` from state ``key`` (53 bits)."""
+    """Row ``i``'s uniform in [0, 1): SplitMix64 at counter ``i + 1`` from state ``key`` (53 bits).
+
+    ``float(z >> 11) * 2**-53``: by the CPU's conversion where it has a vector one, else
+    written out (:func:`exact_double`, about 10% slower a draw where both vectorise); the
+    same double either way."""
     z = key + np.uint64(i + 1) * _GAMMA
     z = (z ^ (z >> np.uint64(30))) * _MIX1
     z = (z ^ (z >> np.uint64(27))) * _MIX2
     z = z ^ (z >> np.uint64(31))
-    return np.float64(z >> np.uint64(11)) * _TWO_POW_M53
+    if _CONVERT_INT64:
+        return np.float64(z >> np.uint64(11)) * _TWO_POW_M53
+    return exact_double(z >> np.uint64(11)) * _TWO_POW_M53
 
 
 @njit(cache=True, inline="always")
