@@ -427,6 +427,120 @@ def test_mvs_stored_importances_give_the_recomputed_draw(n, rate):
         assert a.tobytes() == b.tobytes()
 
 
+# ------------------------------------------------------------------ the draw kernel against its rule
+
+
+def test_uniforms_integer_conversion_is_exact():
+    # the kernels' uniform converts SplitMix64's 53 bits to a double by hand (it vectorises):
+    # it must be the exact value at every width, the halves' edges included
+    from numba import njit
+
+    from smart_lgbm.samplers import _kernels as k
+
+    @njit
+    def convert(values):
+        out = np.empty(values.shape[0])
+        for j in range(values.shape[0]):
+            out[j] = k.exact_double(values[j])
+        return out
+
+    rng = np.random.default_rng(0)
+    edges = [b + d for b in (0, 2**31, 2**32, 2**52, 2**53 - 1) for d in (-1, 0, 1) if 0 <= b + d < 2**53]
+    widths = rng.integers(0, 2**63, 4096, dtype=np.uint64) >> rng.integers(11, 64, 4096).astype(np.uint64)
+    values = np.concatenate([np.array(edges, dtype=np.uint64), widths, rng.integers(0, 2**53, 4096, dtype=np.uint64)])
+    got = convert(values)
+    assert [float(x) for x in got] == [float(int(v)) for v in values]
+
+
+def _kernel_draw(twin, imp, c1, c2, rho, key):
+    """The rows a twin of ``_kernels.draw`` keeps, block after block, checking its counts and offsets."""
+    from smart_lgbm.samplers import _kernels as k
+    from smart_lgbm.samplers.compiled import n_blocks
+
+    n = imp[1]
+    nb = n_blocks(n)
+    scratch = np.full(n, -7, np.int32)
+    counts = np.full(nb, -7, np.int64)
+    offsets = np.full(nb, -7, np.int64)
+    m = twin(*imp, c1, c2, rho, np.uint64(key), scratch, counts, offsets)
+    assert offsets.tolist() == [0, *np.cumsum(counts)[:-1].tolist()] and m == counts.sum()
+    return np.concatenate([scratch[b * k.BLOCK:b * k.BLOCK + counts[b]] for b in range(nb)])
+
+
+def _edge_importances(u, rng):
+    """Importances that, as ``p = min(1, s)`` (BUFFER, ``c1 = c2 = rho = 1``), span the rule's
+    edges: 0 and negative (never drawn), subnormal, ``p`` equal to ``u_i`` (not drawn) and one
+    double either side of it, the largest double below 1, exactly 1, above 1 and infinite (capped),
+    and ordinary values."""
+    n = u.shape[0]
+    s = rng.random(n)
+    pick = rng.integers(0, 12, n)
+    edges = {0: np.zeros(n), 1: np.full(n, -0.5), 2: np.full(n, 5e-324), 3: np.full(n, 2.2e-310), 4: u,
+             5: np.nextafter(u, np.inf), 6: np.nextafter(u, -np.inf), 7: np.full(n, 1.0 - 2.0**-53),
+             8: np.ones(n), 9: np.full(n, 1.5), 10: np.full(n, np.inf)}
+    for where, values in edges.items():
+        s[pick == where] = values[pick == where]
+    return s
+
+
+DRAW_SIZES = [1, 50, 64, 65, 200, 2 * 16384 + 37]
+
+
+@pytest.mark.parametrize("n", DRAW_SIZES)
+@pytest.mark.parametrize("key", [0, 0x1234567890ABCDEF, 2**64 - 1])
+def test_draw_kernel_keeps_exactly_the_rows_with_u_below_p_at_the_edges(n, key):
+    # the draw's rule is u_i < p_i, u_i = SplitMix64's 53 bits * 2**-53 (written here with numpy):
+    # a p equal to u_i must not draw the row, the next double up must, whatever the kernel's
+    # arithmetic (an inexact uniform, a 52-bit one, or <= for < fail here)
+    from smart_lgbm.samplers import _kernels as k
+    from smart_lgbm.samplers.compiled import BUFFER, KIND_MARKERS
+
+    rng = np.random.default_rng(n + key % 1000)
+    u = _splitmix_uniforms(key, n)
+    s = _edge_importances(u, rng)
+    expected = np.flatnonzero((s > 0) & (u < np.minimum(s, 1.0)))
+    empty = np.empty((0, 1))
+    imp = (KIND_MARKERS[BUFFER], n, empty, empty, s, 0.0)
+    for twin in (k.draw.serial, k.draw.parallel):
+        np.testing.assert_array_equal(_kernel_draw(twin, imp, 1.0, 1.0, 1.0, key), expected)
+    # and as FirstOrder's |g| over float64 gradients of either sign
+    g = np.ascontiguousarray((s * np.where(rng.random(n) < 0.5, -1.0, 1.0))[:, None])
+    g[s < 0] = 0.0
+    imp = (KIND_MARKERS[k.FIRST], n, g, g, np.empty(0), 0.0)
+    for twin in (k.draw.serial, k.draw.parallel):
+        np.testing.assert_array_equal(_kernel_draw(twin, imp, 1.0, 1.0, 1.0, key), expected)
+
+
+@pytest.mark.parametrize("n", DRAW_SIZES)
+@pytest.mark.parametrize("kind, num_class, dtype", [
+    ("FIRST", 1, np.float32), ("FIRST", 3, np.float64), ("SECOND", 1, np.float32), ("SECOND", 2, np.float64),
+    ("MVS", 1, np.float32), ("MVS", 3, np.float32), ("MVS", 2, np.float64), ("CONST", 1, np.float32),
+    ("BUFFER", 1, np.float64)])
+def test_draw_kernel_equals_its_rule_for_every_kind(n, kind, num_class, dtype):
+    # p_i from the probabilities kernel (the rate solve's rule), u_i from numpy's SplitMix64:
+    # the draw keeps exactly the rows with u_i < p_i, in order, serial and parallel, at scales
+    # (c1, c2, rho) that cap some rows and leave others tiny
+    from smart_lgbm.samplers import _kernels as k
+    from smart_lgbm.samplers import compiled
+
+    rng = np.random.default_rng(n)
+    g = (rng.standard_t(1.5, (n, num_class)) * np.exp2(rng.integers(-60, 4, (n, num_class)))).astype(dtype)
+    h = np.abs(rng.standard_t(1.5, (n, num_class))).astype(dtype)
+    g[rng.random((n, num_class)) < 0.1] = 0.0
+    h[rng.random((n, num_class)) < 0.1] = 0.0
+    buf = np.abs(rng.standard_cauchy(n))
+    buf[rng.random(n) < 0.1] = 0.0
+    imp = (compiled.KIND_MARKERS[getattr(compiled, kind)], n, g, h, buf, 0.7)
+    key = 0xD1B54A32D192ED03
+    u = _splitmix_uniforms(key, n)
+    for c1, c2, rho in ((0.25, 1.0, 0.3), (2.0**-1000, 2.0**-40, 2.0**1000), (1.0, 1.0, 0.0), (1.0, 1.0, 1e300)):
+        p = np.empty(n)
+        k.probabilities.serial(*imp, c1, c2, rho, p)
+        expected = np.flatnonzero(u < p)
+        for twin in (k.draw.serial, k.draw.parallel):
+            np.testing.assert_array_equal(_kernel_draw(twin, imp, c1, c2, rho, key), expected)
+
+
 # ------------------------------------------------------------------ zero importance
 
 
