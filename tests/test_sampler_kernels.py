@@ -255,6 +255,99 @@ def test_a_guess_at_histogram_sizes_gives_the_cold_solves_rho_bit_for_bit(spectr
         assert any(s and w for s, w in zip(settled, scanned, strict=True))
 
 
+def _rounds_from_python(imp, m, start, max_rounds, histogram):
+    """The rate solve as it ran before ``_solve_kernels.cap_rounds``: Newton's capping rounds
+    as one ``cap_round`` call each from a Python loop (the reference the compiled rounds
+    must match bit for bit); ``histogram``: start from the histogram's bracket instead."""
+    import math
+
+    from smart_lgbm.samplers import _kernels as k
+    from smart_lgbm.samplers import compiled
+
+    smax, n_pos, exponent, total = compiled._scan(imp, "test", True)
+    c1, c2 = k.pow2_pair(-exponent)
+    if m >= n_pos:
+        return c1, c2, math.inf
+    rho = m / total
+    if rho * ((smax * c1) * c2) < 1.0:
+        return c1, c2, rho
+    capped = 0
+    nb = compiled.n_blocks(imp.n)
+    blocks = np.empty(nb, np.int64), np.empty(nb), np.empty(nb), np.empty(nb)
+    guess = None
+    if start is not None:
+        try:
+            guess = math.ldexp(start, exponent)
+        except OverflowError:
+            guess = math.inf
+        if not (math.isfinite(guess) and guess > 0.0):
+            guess = None
+    if histogram:
+        if guess is not None:
+            settled = compiled._settle_from_guess(imp, m, c1, c2, max(guess, rho), max_rounds, blocks, None)
+            if settled is not None:
+                return c1, c2, settled
+        count, sums = k.scaled_histogram(*imp.args(), c1, c2)
+        rho, capped, _, exact = k.bracket(count, sums, m)
+        if exact:
+            return c1, c2, rho
+    elif guess is not None and guess > rho:
+        now_capped, free_sum, _, _ = k.cap_round(*imp.args(), c1, c2, guess, *blocks)
+        if now_capped < m and free_sum > 0.0:
+            capped = now_capped
+            rho = (m - capped) / free_sum
+    for _ in range(max_rounds):
+        if not math.isfinite(rho) or rho <= 0.0:
+            break
+        now_capped, free_sum, _, _ = k.cap_round(*imp.args(), c1, c2, rho, *blocks)
+        if now_capped == capped or now_capped >= m:
+            return c1, c2, rho
+        if free_sum <= 0.0:
+            break
+        capped = now_capped
+        rho = (m - capped) / free_sum
+    return c1, c2, k.sorted_rho(*imp.args(), c1, c2, m)
+
+
+#: Spectra of the compiled rounds' test: SPECTRA's, plus ties everywhere, a few large rows
+#: over many equal ones, and one positive row among zeros.
+ROUND_SPECTRA = {**SPECTRA, "all_equal": lambda r, n: np.full(n, 3.0),
+                 "few_large": lambda r, n: np.where(np.arange(n) % 1000 == 7, 1e6, 1.0 + (np.arange(n) % 3)),
+                 "one_positive": lambda r, n: np.where(np.arange(n) == n // 2, 2.5, 0.0),
+                 "gradients_t1.5": lambda r, n: np.abs(r.standard_t(1.5, n))}
+
+
+@pytest.mark.parametrize("histogram", [False, True], ids=["plain_rounds", "histogram"])
+@pytest.mark.parametrize("spectrum", sorted(ROUND_SPECTRA))
+def test_compiled_capping_rounds_give_the_python_loops_rho_bit_for_bit(spectrum, histogram, monkeypatch):
+    # _solve_kernels.cap_rounds runs every Newton round (from the previous rho, the cold start
+    # or the histogram's bracket) in one compiled call, counting before it sums; whatever the
+    # spectrum, size, kind, rate, guess or round limit, the answer is the Python loop's double
+    from smart_lgbm.samplers import compiled
+
+    monkeypatch.setattr(compiled, "_HISTOGRAM_ROWS", 0 if histogram else 1 << 40)
+    rng = np.random.default_rng(11)
+    for n in (1, 7, compiled.BLOCK + 100, 2 * compiled.BLOCK + 555):  # (blocks paired: a partial second, an odd one)
+        base = ROUND_SPECTRA[spectrum](rng, n)
+        moved = np.abs(base * (1.0 + 1e-2 * rng.standard_normal(n)))  # the next iteration's importances
+        for name, imp in _importances_of(moved, np.random.default_rng(3)).items():
+            smax, n_pos, exponent, total = compiled._scan(imp, "test", True)
+            if n_pos == 0:
+                continue
+            for rate in (0.01, 0.3, 0.7):
+                m = rate * n
+                cold = compiled._rate_rho(imp, m, n_pos, smax, exponent, total, 64)
+                assert cold == _rounds_from_python(imp, m, None, 64, histogram), (name, n, rate)
+                previous = compiled.solve(_importances_of(base, np.random.default_rng(3))[name], rate, None,
+                                          "test").solved_rho
+                root = cold[2] * 2.0 ** -exponent if np.isfinite(cold[2]) else 1.0
+                for start in (previous, root, root * 1.0001, root * 0.97, root * 3.0, root * 1e300, root * 1e-300):
+                    for max_rounds in (64, 1, 0):
+                        got = compiled._rate_rho(imp, m, n_pos, smax, exponent, total, max_rounds, start)
+                        want = _rounds_from_python(imp, m, start, max_rounds, histogram)
+                        assert got == want, (name, n, rate, start, max_rounds)
+
+
 def test_sampler_starts_from_the_previous_iteration_only(rng, monkeypatch):
     # same samples as a fresh sampler's, and the start is used only for iteration t + 1
     from smart_lgbm.samplers import compiled

@@ -21,6 +21,7 @@ import smart_lgbm.walk._encode_kernels  # noqa: F401
 import smart_lgbm.walk._bitmask_kernels  # noqa: F401
 import smart_lgbm.walk._kernels  # noqa: F401
 import smart_lgbm.samplers._adaptive_kernels  # noqa: F401
+import smart_lgbm.samplers._solve_kernels  # noqa: F401
 from smart_lgbm import _twins
 from smart_lgbm.samplers import _kernels as k
 from smart_lgbm.samplers.compiled import BUFFER, CONST, FIRST, KIND_MARKERS, MVS, SECOND, n_blocks, scan_blocks
@@ -89,6 +90,13 @@ def test_sampler_kernels_twins_give_the_same_bits(num_class):
                            *[np.empty(n_blocks(n)) for _ in range(3)])),
             (k.closest_row, (*imp, c1, c2, rho, np.uint64(99))),
         ]
+        # every round's count and per-block sums, from the cold start and from a guess above it
+        for start, guess in ((0.3 * n / total, 0.0), (0.3 * n / total, 0.45 * n / total)):
+            twins = [kernel(*imp, c1, c2, 0.3 * n, start, 0, guess, 64, np.empty(n_blocks(n), np.int64),
+                            np.empty(n_blocks(n)))
+                     for kernel in (smart_lgbm.samplers._solve_kernels.cap_rounds.serial,
+                                    smart_lgbm.samplers._solve_kernels.cap_rounds.parallel)]
+            assert _bits(twins[0]) == _bits(twins[1])
         for kernel, args in cases:
             assert _bits(kernel.serial(*args)) == _bits(kernel.parallel(*args)), kernel
         outs = [np.empty(n), np.empty(n)]
@@ -199,7 +207,7 @@ CASES = {
     "regression-loss_based": ("regression", lambda: sl.LossBased(rate=0.2), {"l2_gradients", "l2_loss"}),
 }
 #: Kernels whose twins the direct and walk tests below compare.
-DIRECT = {"scan", "scan_store", "scaled_histogram", "cap_round", "closest_row", "probabilities", "draw", "norm_sums", "leaf_means",
+DIRECT = {"scan", "scan_store", "scaled_histogram", "cap_round", "cap_rounds", "closest_row", "probabilities", "draw", "norm_sums", "leaf_means",
           "window_rows", "leaf_sums_one_column", "leaf_sums",
           "trim_histogram", "trim_counts", "encode_sparse", "walk_dense", "walk_sparse", "walk_codes"}
 

@@ -59,6 +59,7 @@ STATS_NONE, STATS_SCAN, STATS_NORMS = 0, 1, 2
 
 
 _KERNELS = None
+_SOLVE_KERNELS = None
 
 
 def _kernels():
@@ -68,6 +69,15 @@ def _kernels():
 
         _KERNELS = kernels
     return _KERNELS
+
+
+def _solve_kernels():
+    global _SOLVE_KERNELS
+    if _SOLVE_KERNELS is None:  # (as _kernels)
+        from . import _solve_kernels as kernels
+
+        _SOLVE_KERNELS = kernels
+    return _SOLVE_KERNELS
 
 
 class Workspace:
@@ -286,6 +296,8 @@ def compile_rate_solve() -> int:
         k.bracket(count, sums, 2.0)
         k.cap_round(*imp.args(), c1, c2, 0.5, np.empty(n_blocks(n), np.int64),
                     *[np.empty(n_blocks(n)) for _ in range(3)])
+        _solve_kernels().cap_rounds(*imp.args(), c1, c2, 2.0, 0.5, 0, 0.75, 4, np.empty(n_blocks(n), np.int64),
+                                    np.empty(n_blocks(n)))
         scratch, counts = np.empty(n, np.int32), np.empty(n_blocks(n), np.int64)
         k.window_rows(*imp.args(), c1, c2, 0.25, 0.75, scratch, counts, np.empty(n_blocks(n), np.int64),
                       np.empty(n_blocks(n)))
@@ -435,8 +447,6 @@ def _rate_rho(imp: Importance, m: float, n_pos: int, smax: float, exponent: int,
     if rho * ((smax * c1) * c2) < 1.0:  # nobody capped: exact
         return c1, c2, rho
     capped = 0
-    nb = n_blocks(imp.n)
-    blocks = np.empty(nb, np.int64), np.empty(nb), np.empty(nb), np.empty(nb)  # cap_round's per-block values
     guess = None
     if start is not None:
         try:
@@ -445,10 +455,12 @@ def _rate_rho(imp: Importance, m: float, n_pos: int, smax: float, exponent: int,
             guess = math.inf
         if not (math.isfinite(guess) and guess > 0.0):
             guess = None
+    nb = n_blocks(imp.n)
     if imp.n >= _HISTOGRAM_ROWS:
         if guess is not None:
             # (the root is above the cold start: a guess below it is worse; late in training
             # the gradients shrink and m / sum(t) overtakes the previous root)
+            blocks = np.empty(nb, np.int64), np.empty(nb), np.empty(nb), np.empty(nb)  # cap_round's per-block values
             settled = _settle_from_guess(imp, m, c1, c2, max(guess, rho), max_rounds, blocks, scratch,
                                          window if window is not None and window.gathered else None)
             if settled is not None:
@@ -457,21 +469,13 @@ def _rate_rho(imp: Importance, m: float, n_pos: int, smax: float, exponent: int,
         rho, capped, _, exact = k.bracket(count, sums, m)
         if exact:
             return c1, c2, rho
-    elif guess is not None and guess > rho:  # (below the cold start: that one is closer)
-        now_capped, free_sum, _, _ = k.cap_round(*imp.args(), c1, c2, guess, *blocks)
-        if now_capped < m and free_sum > 0.0:  # else the guess was far too high: start cold
-            capped = now_capped
-            rho = (m - capped) / free_sum
-    for _ in range(max_rounds):
-        if not math.isfinite(rho) or rho <= 0.0:
-            break
-        now_capped, free_sum, _, _ = k.cap_round(*imp.args(), c1, c2, rho, *blocks)
-        if now_capped == capped or now_capped >= m:  # (the latter: rows rounded onto p = 1)
-            return c1, c2, rho
-        if free_sum <= 0.0:  # (rounding only)
-            break
-        capped = now_capped
-        rho = (m - capped) / free_sum
+        guess = None  # (only the plain rounds below take one, below the cold start: that one is closer)
+    # Newton's capping rounds, all in one compiled call (_solve_kernels.cap_rounds: the
+    # rounds' Python loop and per-call dispatch cost more than a round on small data)
+    rho = _solve_kernels().cap_rounds(*imp.args(), c1, c2, float(m), rho, capped, 0.0 if guess is None else guess,
+                                      max_rounds, np.empty(nb, np.int64), np.empty(nb))
+    if not math.isnan(rho):
+        return c1, c2, rho
     return c1, c2, k.sorted_rho(*imp.args(), c1, c2, m)
 
 
