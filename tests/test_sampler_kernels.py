@@ -274,14 +274,7 @@ def _rounds_from_python(imp, m, start, max_rounds, histogram):
     capped = 0
     nb = compiled.n_blocks(imp.n)
     blocks = np.empty(nb, np.int64), np.empty(nb), np.empty(nb), np.empty(nb)
-    guess = None
-    if start is not None:
-        try:
-            guess = math.ldexp(start, exponent)
-        except OverflowError:
-            guess = math.inf
-        if not (math.isfinite(guess) and guess > 0.0):
-            guess = None
+    guess = compiled.scaled_start(start, exponent)
     if histogram:
         if guess is not None:
             settled = compiled._settle_from_guess(imp, m, c1, c2, max(guess, rho), max_rounds, blocks, None)

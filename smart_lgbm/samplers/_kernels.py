@@ -764,7 +764,8 @@ def draw(kind, n, g, h, buf, lam, c1, c2, rho, key, scratch, counts, offsets):
     Each block runs in words of 64 rows: first a bit mask of the drawn rows
     (:func:`_keep_mask`, a vectorised loop), then the mask's set bits, lowest first, into
     the next slots (a walk over the drawn rows only).  The row loop that did both at once
-    (``out[c] = row; c += drawn``) stayed scalar: about 25 cycles a row.
+    (``out[c] = row; c += drawn``) stayed scalar (``scripts/profile_engine_parts.py``, higgs-like:
+    the fused rate solve, draw and gather 5.45 ms in session 25's run, 2.89 ms in session 26's).
     """
     nb = (n + BLOCK - 1) // BLOCK
     for b in prange(nb):

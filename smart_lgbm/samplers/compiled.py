@@ -423,6 +423,18 @@ def _refuse_bad(n_bad: int, owner: str) -> None:
 _HISTOGRAM_ROWS = 1 << 17
 
 
+def scaled_start(start: float | None, exponent: int) -> float | None:
+    """A ``start`` (``rho`` in the importance's own units) in the solve's scaled units
+    (``rho * 2**exponent``), or None when it is missing or not a finite positive number there."""
+    if start is None:
+        return None
+    try:
+        guess = math.ldexp(start, exponent)
+    except OverflowError:
+        return None
+    return guess if math.isfinite(guess) and guess > 0.0 else None
+
+
 def _rate_rho(imp: Importance, m: float, n_pos: int, smax: float, exponent: int, total: float,
               max_rounds: int, start: float | None = None, scratch: np.ndarray | None = None,
               window: Window | None = None) -> tuple[float, float, float]:
@@ -447,14 +459,7 @@ def _rate_rho(imp: Importance, m: float, n_pos: int, smax: float, exponent: int,
     if rho * ((smax * c1) * c2) < 1.0:  # nobody capped: exact
         return c1, c2, rho
     capped = 0
-    guess = None
-    if start is not None:
-        try:
-            guess = math.ldexp(start, exponent)
-        except OverflowError:
-            guess = math.inf
-        if not (math.isfinite(guess) and guess > 0.0):
-            guess = None
+    guess = scaled_start(start, exponent)
     nb = n_blocks(imp.n)
     if imp.n >= _HISTOGRAM_ROWS:
         if guess is not None:
