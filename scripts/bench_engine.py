@@ -10,7 +10,8 @@ median time of each step of an iteration comes from :func:`smart_lgbm.record_sam
 gradients and draw of all rows ("sample"), LightGBM's tree on the sample ("tree": subset
 copy, one training-data reset, update, model text, rollback; for ``Full()`` only the update
 and the model text: the Booster stays on the training set) and every row's score update
-("update": the compiled walk over the raw features).
+("update": the compiled walk of the new trees over every row's bin codes, and on the fused path
+the sweep that also computes the next iteration's gradients and the rate solve's statistics).
 
 Methods: stock full, stock ``bagging_fraction=r`` (``bagging_freq=1``), stock GOSS
 (``top_rate = other_rate = r/2``), and the engine with ``Uniform(r)``, ``FirstOrder(rate=r)``,
