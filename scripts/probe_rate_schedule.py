@@ -61,7 +61,65 @@ from smart_lgbm.samplers.compiled import compile_rate_solve
 from smart_lgbm.compare.data import head, load_data, make_datasets
 from smart_lgbm.compare.io import atomic_write
 from smart_lgbm.compare.methods import run_params
-from smart_lgbm.samplers.adaptive import AdaptiveRate, adaptive_rate_from_table
+import smart_lgbm.samplers.base as _sampler_base
+import smart_lgbm.samplers.simple as _sampler_simple
+from smart_lgbm.samplers.adaptive import AdaptiveRate, adaptive_rate_from_table, leaf_noise_sums, pooled_gains
+
+
+class StructureTrace:
+    """Per iteration, how the newest tree's split structure did on its own sample and on every
+    row (``--structure``: an O(rows) numpy pass per iteration, a probe's instrument, not the
+    controller's).
+
+    At iteration ``t`` the run's leaves are tree ``t - 1``'s, which was grown on the previous
+    iteration's sample with the previous iteration's gradients; both are kept from the last
+    call.  Each entry is ``(t - 1, N_in, Q_in, D_in, F, D_full, N_f, Q_f, D_f)``: the in-sample
+    sums of :func:`smart_lgbm.samplers.adaptive.pooled_gains` on the sample that grew the tree,
+    the full-data gain ``F = sum_j G_j^2 / H_j`` and data noise ``D_full = sum_j (sum g^2 -
+    G_j^2 / n_j) / H_j`` of every row on the same leaves, and the controller's own (fresh
+    sample) sums.
+    """
+
+    def __init__(self) -> None:
+        self.entries: list[list[float]] = []
+        self._previous: tuple[np.ndarray, ...] | None = None
+
+    def __call__(self, state: Any, indices: np.ndarray, fit_grad: np.ndarray, fit_hess: np.ndarray,
+                 constant_p: float | None) -> None:
+        g_all, h_all = (np.asarray(a, dtype=np.float64).reshape(state.num_rows, -1)[:, 0] for a in state.kernel_arrays())
+        leaves = state.history.leaves
+        m = indices.shape[0]
+        if leaves is not None and self._previous is not None:
+            leaves = np.asarray(leaves).reshape(state.num_rows, -1)[:, 0].astype(np.int32)
+            idx, fg, fh, g_prev, h_prev, cp = self._previous
+            inside = pooled_gains([leaf_noise_sums(idx, fg.reshape(-1, 1), fh.reshape(-1, 1), h_prev.reshape(-1, 1),
+                                                   leaves, cp)])
+            fresh = pooled_gains([leaf_noise_sums(indices, fit_grad.reshape(m, 1), fit_hess.reshape(m, 1),
+                                                  h_all.reshape(-1, 1), leaves, constant_p)])
+            width = int(leaves.max()) + 1
+            big_g = np.bincount(leaves, weights=g_prev, minlength=width)
+            big_h = np.bincount(leaves, weights=h_prev, minlength=width)
+            big_s = np.bincount(leaves, weights=g_prev * g_prev, minlength=width)
+            count = np.bincount(leaves, minlength=width).astype(np.float64)
+            used = big_h > 0.0
+            gain = float(np.sum(big_g[used] ** 2 / big_h[used]))
+            spread = float(np.sum(np.maximum(big_s[used] - big_g[used] ** 2 / np.maximum(count[used], 1.0), 0.0)
+                                  / big_h[used]))
+            self.entries.append([state.iteration - 1, *inside, gain, spread, *fresh])
+        self._previous = (indices.copy(), np.asarray(fit_grad, dtype=np.float64).reshape(-1).copy(),
+                          np.asarray(fit_hess, dtype=np.float64).reshape(-1).copy(), g_all.copy(), h_all.copy(),
+                          constant_p)
+
+
+def _traced(original: Any, trace: StructureTrace) -> Any:
+    """``observe_sample`` that feeds ``trace`` first (one output column only)."""
+
+    def observe(controller: Any, state: Any, indices: np.ndarray, fit_grad: np.ndarray, fit_hess: np.ndarray,
+                constant_p: float | None = None, refit_leaves: bool = False) -> None:
+        trace(state, indices, fit_grad, fit_hess, constant_p)
+        original(controller, state, indices, fit_grad, fit_hess, constant_p=constant_p, refit_leaves=refit_leaves)
+
+    return observe
 
 
 class ScheduledRate(AdaptiveRate):
@@ -74,17 +132,15 @@ class ScheduledRate(AdaptiveRate):
     def rate_for(self, history: Any, iteration: int) -> float:
         return self.before if iteration < self.switch else self.after
 
-    def observe(self, history: Any, iteration: int, sums: Any, allgather: Any = None, *,
-                refit_leaves: bool = False) -> float:
+    def observe(self, history: Any, iteration: int, sums: Any, allgather: Any = None, **kwargs: Any) -> float:
         return self.rate_for(history, iteration + 1)
 
 
 class LoggedRate(AdaptiveRate):
     """An adaptive rate that keeps a handle on its (last) run's state, to report its decisions."""
 
-    def observe(self, history: Any, iteration: int, sums: Any, allgather: Any = None, *,
-                refit_leaves: bool = False) -> float:
-        rate = super().observe(history, iteration, sums, allgather, refit_leaves=refit_leaves)
+    def observe(self, history: Any, iteration: int, sums: Any, allgather: Any = None, **kwargs: Any) -> float:
+        rate = super().observe(history, iteration, sums, allgather, **kwargs)
         self.last_state = history.rate_control
         return rate
 
@@ -145,10 +201,13 @@ def _data(config_path: str, name: str) -> Any:
 
 
 def _one_run(config_path: str, name: str, sampler_name: str, before: float, after: float, rounds: int,
-             spec: tuple[str, int, int, dict | None]) -> tuple[np.ndarray, np.ndarray, str, dict]:
+             refit: bool, structure: bool, spec: tuple[str, int, int, dict | None],
+             ) -> tuple[np.ndarray, np.ndarray, str, dict]:
     """One training of ``spec = (label, switch, seed, variant)`` (switch -1: stock full
     boosting, -2: the sampler with the adaptive rate ``AdaptiveRate(**variant)``); also
-    returns the run's rate per iteration and the adaptive rate's decisions."""
+    returns the run's rate per iteration and the adaptive rate's decisions.  ``refit``: the
+    sampler with ``refit_leaves=True``; ``structure``: an adaptive run also records
+    :class:`StructureTrace`'s entries."""
     exp = load_config(config_path).experiment(name)
     data = _data(config_path, name)
     # the comparison's own parameters for a full-boosting method (metric, pinned binning seed)
@@ -157,7 +216,8 @@ def _one_run(config_path: str, name: str, sampler_name: str, before: float, afte
     adaptive = LoggedRate(**(variant or {}))
 
     def sampler(k: int) -> Any:  # k = -2: the adaptive rate itself
-        return sl.make_sampler(sampler_name, rate=adaptive if k == -2 else ScheduledRate(before, k, after))
+        extra = {"refit_leaves": True} if refit else {}
+        return sl.make_sampler(sampler_name, rate=adaptive if k == -2 else ScheduledRate(before, k, after), **extra)
 
     if switch == -1:
         def train(callbacks: list) -> None:
@@ -177,10 +237,20 @@ def _one_run(config_path: str, name: str, sampler_name: str, before: float, afte
             sl.train(params, tr, rounds, sampler=sampler(switch), valid_sets=[va], valid_names=["valid"],
                      callbacks=[sl.record_sampling(sampled), *callbacks])
     sampled: dict[str, list] = {}
-    v, t = _run(train, exp.metric)
+    trace = StructureTrace()
+    originals = _sampler_base.observe_sample, _sampler_simple.observe_sample
+    if structure and switch == -2:
+        _sampler_base.observe_sample = _traced(originals[0], trace)  # type: ignore[assignment]
+        _sampler_simple.observe_sample = _traced(originals[1], trace)  # type: ignore[assignment]
+    try:
+        v, t = _run(train, exp.metric)
+    finally:
+        _sampler_base.observe_sample, _sampler_simple.observe_sample = originals  # type: ignore[assignment]
     state = getattr(adaptive, "last_state", None)
     extra = {"sampling_rate": sampled.get("sampling_rate", []), "train_seconds": sampled.get("seconds", []),
              "ratios": [] if state is None or switch != -2 else state.ratios}
+    if structure and switch == -2:
+        extra["structure"] = trace.entries
     print(f"{label} seed {seed}: best {(v.max() if exp.higher_is_better else v.min()):.5f}, {t[-1]:.1f} s",
           flush=True)
     return v, t, data.description, extra
@@ -201,6 +271,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--stock-records", metavar="RECORDS_JSON",
                     help="take stock full's curve and seconds from a comparison's records.json instead of "
                          "running it (every run's seconds are then training seconds, evaluation excluded)")
+    ap.add_argument("--refit", action="store_true",
+                    help="the sampler with refit_leaves=True (leaf values from every row; the sample chooses "
+                         "the splits)")
+    ap.add_argument("--structure", action="store_true",
+                    help="adaptive runs also record, per iteration, the newest tree's in-sample and full-data "
+                         "gains (JSON: structure; an O(rows) pass per iteration, so their seconds are inflated)")
     ap.add_argument("--rounds", type=int, default=600)
     ap.add_argument("--seeds", type=int, nargs="+", default=[0])
     ap.add_argument("--tolerance", type=float, help="default: the config's")
@@ -229,7 +305,8 @@ def main(argv: list[str] | None = None) -> int:
     specs += [(f"{args.before} for {k}, then {args.after}", k, seed, None) for k in args.switch for seed in args.seeds]
     specs += [('rate "auto"' if text == "default" else f"auto {text}", -2, seed, table)
               for text, table in variants for seed in args.seeds]
-    job = functools.partial(_one_run, args.config, exp.name, args.sampler, args.before, args.after, args.rounds)
+    job = functools.partial(_one_run, args.config, exp.name, args.sampler, args.before, args.after, args.rounds,
+                            args.refit, args.structure)
     if args.jobs > 1:  # each run in its own process, each with the config's num_threads
         with ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
             results = list(pool.map(job, specs))
@@ -252,7 +329,7 @@ def main(argv: list[str] | None = None) -> int:
     reached = (lambda v: v >= target) if higher else (lambda v: v <= target)
     stock_v, stock_t = runs[0][2], runs[0][3]
     stock_hit = int(np.argmax(reached(stock_v)))
-    lines = [f"# Rate schedules on {exp.name}: {args.sampler}, rate {args.before} then {args.after}", "",
+    lines = [f"# Rate schedules on {exp.name}: {args.sampler}{' (refit_leaves=True)' if args.refit else ''}, rate {args.before} then {args.after}", "",
              f"Command: `python scripts/probe_rate_schedule.py {' '.join(sys.argv[1:] if argv is None else argv)}`",
              "",
              f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "

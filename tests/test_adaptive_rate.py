@@ -274,11 +274,58 @@ def test_refit_leaves_turns_the_plateau_rule_off(make):
     # the total 0.5, the window after the last new best (decision 19) by nothing
     grown = rates(True, slowdown=0.01)
     assert all(r == pytest.approx(0.1, abs=0.02) for r in grown[:20]) and grown[20] == pytest.approx(0.2, abs=0.03)
-    # and the noise test: every leaf's gradient sum zero (pure noise) grows the rate at once
+    # and the noise test: every leaf's gradient sum zero (pure noise, R = inf) grows the rate
+    # at once, with the refit too
     signs = np.where((np.arange(per_leaf * n_leaves) // 4) % 2 == 0, 1.0, -1.0)
     noisy = _rates_with_validation(make(sl.AdaptiveRate(start=0.1, window=1), True), signs, leaves,
                                    np.linspace(1.0, 0.5, 5))
     assert noisy[2] > 0.15
+
+
+def test_under_refit_the_noise_test_grows_only_past_the_signal():
+    # one leaf's sums G~, H~, V~, S~, N~ (so many rows that the data noise D is S~ / H~):
+    # Q = G~^2 = 100, D = 20, and the value noise N = V~ sets R = N / (Q - N - D)
+    def sums(noise):
+        return np.array([[10.0], [1.0], [noise], [20.0], [1e15]])
+
+    def rates(noise, refit, threshold=0.1):
+        control, history = sl.AdaptiveRate(start=0.1, window=2, threshold=threshold), GradientHistory()
+        return [control.observe(history, it, sums(noise), refit_leaves=refit) for it in range(4)]
+
+    grown, kept = [0.1, 0.2, 0.2, 0.4], [0.1] * 4
+    # R = 10 / 70 = 0.14: above the threshold, below the signal: grows only without the refit
+    assert rates(10.0, False) == grown and rates(10.0, True) == kept
+    # R = 38 / 42 = 0.9 and 42 / 38 = 1.1: under the refit the limit is 1, whatever threshold
+    assert rates(38.0, True) == kept and rates(42.0, True) == grown
+    assert rates(38.0, True, threshold=0.01) == kept and rates(42.0, True, threshold=5.0) == grown
+    assert rates(42.0, False, threshold=5.0) == kept  # (without the refit the threshold holds)
+    # pure noise (Q - N - D <= 0, R = inf) grows either way
+    assert rates(90.0, True) == grown and rates(90.0, False) == grown
+
+
+@pytest.mark.parametrize("make", [lambda rate: sl.FirstOrder(rate=rate, refit_leaves=True),
+                                  lambda rate: sl.MVS(rate=rate, refit_leaves=True)], ids=["FirstOrder", "MVS"])
+def test_auto_under_refit_keeps_its_rate_below_the_signal(make):
+    # a clean signal and a threshold the noise test passes on this run (without the refit
+    # the rate grows at ~30 iterations); under the refit the ratio stays below 1, so the
+    # model is the fixed start rate's, byte for byte, with or without validation sets (the
+    # plateau rule is off there)
+    gen = np.random.default_rng(0)
+    X = gen.normal(size=(24_000, 10))
+    y = (X[:, 0] + 0.5 * X[:, 1] + 0.3 * gen.normal(size=24_000) > 0).astype(int)
+    (X, y), (Xt, yt) = (X[:20_000], y[:20_000]), (X[20_000:], y[20_000:])
+    control = sl.AdaptiveRate(start=0.1, threshold=0.05, window=5)
+    grown, rec = _train(X, y, sl.FirstOrder(rate=control))
+    assert np.mean(rec["sampling_rate"][-10:]) > 0.15
+    fixed, _ = _train(X, y, make(0.1))
+    auto, _ = _train(X, y, make(control))
+    assert auto.model_to_string() == fixed.model_to_string()
+
+    def with_validation(sampler):
+        return sl.train({**BASE, "seed": 3}, lgb.Dataset(X, y), 60, sampler=sampler,
+                        valid_sets=[lgb.Dataset(Xt, yt)]).model_to_string()
+
+    assert with_validation(make(control)) == with_validation(make(0.1))
 
 
 @pytest.mark.parametrize("higher_is_better", [False, True])

@@ -91,3 +91,20 @@ def test_stock_records_without_the_experiment_are_refused_before_any_run(tmp_pat
     with pytest.raises(SystemExit):
         _script().main(["configs/quick.toml", "--auto", "--stock-records", str(path), "--out", "unused.md"])
     assert "--stock-records: no stock_full run of experiment 'a9a'" in capsys.readouterr().err
+
+
+def test_refit_and_structure_trace(tmp_path):
+    # --refit: the sampler with refit_leaves=True; --structure: per tree (from the second
+    # iteration's draw on) its in-sample sums, its full-data gain and data noise, and the
+    # controller's fresh-sample sums
+    out = tmp_path / "probe.md"
+    assert _script().main(["configs/quick.toml", "--refit", "--structure", "--auto", "threshold=1000000,patience=0",
+                           "--rounds", "6", "--out", str(out)]) == 0
+    run = json.loads(out.with_suffix(".json").read_text())["auto threshold=1000000,patience=0 seed 0"]
+    entries = np.array(run["structure"])
+    assert entries.shape == (5, 9) and list(entries[:, 0]) == [0, 1, 2, 3, 4]
+    n_in, q_in, d_in, full, d_full = entries[:, 1:6].T
+    assert np.all(full > 0) and np.all(q_in > n_in) and np.all(d_full > 0)
+    # a tree grown on its sample gains more there than on every row (the sample's optimism)
+    assert np.all(q_in - n_in > full)
+    assert "(refit_leaves=True)" in out.read_text()

@@ -59,11 +59,32 @@ sets, the rate also grows on the first metric of the first validation set, in tw
   (docs/samplers.md).
 
 Without validation sets (and under :class:`smart_lgbm.SmartObjective` and Dask, which do
-not pass them on) the noise test decides alone.  So it does for a sampler with
-``refit_leaves=True`` (:mod:`smart_lgbm.refit`): its leaf values come from every row, so
-the leaf-value noise the plateau rule stands in for is not there, and a plateau is the
-model's own convergence, which a larger sample does not lift (the committed mslr-like
-comparisons before and after this rule: docs/samplers.md).
+not pass them on) the noise test decides alone.
+
+Under ``refit_leaves=True`` (:mod:`smart_lgbm.refit`) the noise test grows the rate only
+when ``R > 1`` (:data:`REFIT_RATIO`, in place of ``threshold``), and the plateau rule is
+off.  Every leaf value is then the Newton step of *all* its rows, so the leaf-value noise
+that ``N`` measures is not in the model: the sample's noise only moves the choice of
+splits, and a partition chosen partly on noise, given exact values, is still a descent
+step on the full data.  That noise leaves no floor to fight while the signal outweighs it;
+it costs gain per tree, and growing the rate trades dearer iterations for better splits.
+So the test keeps its statistic, the sampled sums' noise over the excess gain they
+estimate, and asks the question that matters for split choice: does the noise outweigh
+the signal (``R > 1``)?  Measured: the committed comparisons had the noise test at 0.1
+grow FirstOrder's refitted rate at iterations 201-211 on yahoo-like, where the fixed
+rate's NDCG@10 still rose past iteration 800, and lose 0.0006 of best NDCG@10 to it; along
+a fixed-rate refit run (``scripts/probe_rate_schedule.py --refit --structure``, a
+development run, not a committed output) ``R`` stayed below 0.52 over 900 iterations on
+yahoo-like and passed 1 at iteration 280 on higgs-like (whose fixed run reaches the
+config's target at ~235) and 130 on a9a (whose fixed rate 0.1 still improved at 600 rounds).
+A test of the structure itself (the sample's optimism about the tree it grew: in-sample
+gain minus its value noise minus the same leaves' full-data gain, which the refit computes,
+over the full-data excess gain; the probe's ``--structure`` records it) was tried and
+rejected: it rose from the first iterations on every config (past 1.0 by iteration 170 on
+yahoo-like) while the fixed-rate runs kept improving, so no limit on it separates where
+growing paid from where it lost.  The plateau rule was dropped under the refit first (a
+plateau there is the model's own convergence, which a larger sample does not lift: the
+committed mslr-like comparisons before and after, docs/samplers.md).
 
 On several machines (:mod:`smart_lgbm.dask`) the per-leaf sums of every machine are added up
 (one exchange per window through the run's ``allgather``), so that every machine takes the
@@ -84,6 +105,10 @@ __all__ = ["AdaptiveRate", "adaptive_rate_from_table", "leaf_noise_sums", "obser
 
 #: rows of :func:`leaf_noise_sums`: G~, H~, V~, S~, N~
 NUM_SUMS = 5
+
+#: the noise test's limit under ``refit_leaves=True`` (in place of ``threshold``): the
+#: sampled sums' noise as large as the excess gain they estimate (the module docstring)
+REFIT_RATIO = 1.0
 
 #: AdaptiveRate's parameters (the spec its constructor checks and takes its defaults from)
 START = Param("start", (Interval(Real, 0, 1, closed="right"),), 0.1, "the rate of the first iterations")
@@ -116,7 +141,8 @@ class AdaptiveRate:
         The rate is never grown beyond it (1.0: full boosting, every row drawn).
     threshold : float > 0, default=0.1
         Grow when the sampling noise, pooled over a window, exceeds this fraction of the
-        excess gain (the full-data leaf gain beyond the training data's own noise).
+        excess gain (the full-data leaf gain beyond the training data's own noise).  Under
+        ``refit_leaves=True`` the limit is :data:`REFIT_RATIO` (1.0) instead.
     growth : float > 1, default=2.0
         Factor applied to the rate at each growth (0.1, 0.2, 0.4, then ``maximum``).  A
         finer x1.5 was faster on higgs-like in development runs but lost 0.0005 NDCG@10 on
@@ -126,7 +152,7 @@ class AdaptiveRate:
         exchange of per-leaf sums) per window.
     patience : int >= 0, default=2
         The plateau rule grows the rate after ``patience * window`` iterations without a
-        new best of the first validation metric; 0 turns it off.
+        new best of the first validation metric; 0 turns it off; off under ``refit_leaves=True``.
     snap : float in (0, 1], default=0.5
         A grown rate above it becomes ``maximum`` at once (past half the rows a sampled
         iteration costs nearly a full one, and in development runs sampled trees still lost
@@ -199,9 +225,9 @@ class AdaptiveRate:
 
         ``allgather(tag, value) -> list``, when given (a machine of a distributed run), adds
         up every machine's sums before the decision.  ``refit_leaves``: the sampler's trees
-        get their leaf values from every row (:mod:`smart_lgbm.refit`), so the plateau rule
-        is off (a plateau there is the model's own convergence, not sampling noise in the
-        leaf values, and a higher rate does not lift it).
+        get their leaf values from every row (:mod:`smart_lgbm.refit`): the noise test then
+        compares the ratio with :data:`REFIT_RATIO` (1) instead of ``threshold``, and the
+        plateau rule is off (the module docstring).
         """
         state = self._run_state(history, iteration)
         state.last_iteration = iteration
@@ -220,15 +246,22 @@ class AdaptiveRate:
                                      for rank in gathered])
         ratio = pooled_noise_ratio(pending)
         state.ratios.append((iteration, ratio))
-        if (ratio is not None and ratio > self.threshold) or (not refit_leaves and self._plateau(state, iteration)) \
+        # under the refit the noise is not in the leaf values, only in the choice of splits
+        # (the module docstring): the test asks whether it outweighs the signal
+        limit = REFIT_RATIO if refit_leaves else self.threshold
+        if (ratio is not None and ratio > limit) or (not refit_leaves and self._plateau(state, iteration)) \
                 or self._slowed(state, iteration):
-            grown = state.rate * self.growth
-            # past half the rows a sampled iteration costs nearly a full one (the pass over
-            # every row, the tree on most of them), so there is little left to save: go to
-            # the maximum, where (at 1.0) the trees are exact
-            state.rate = self.maximum if grown > self.snap else min(self.maximum, grown)
-            state.grown_at = iteration
+            self._grow(state, iteration)
         return state.rate
+
+    def _grow(self, state: _RunState, iteration: int) -> None:
+        """Multiply the run's rate by ``growth`` (past ``snap``: to the maximum)."""
+        grown = state.rate * self.growth
+        # past half the rows a sampled iteration costs nearly a full one (the pass over
+        # every row, the tree on most of them), so there is little left to save: go to
+        # the maximum, where (at 1.0) the trees are exact
+        state.rate = self.maximum if grown > self.snap else min(self.maximum, grown)
+        state.grown_at = iteration
 
     def _plateau(self, state: _RunState, iteration: int) -> bool:
         """Whether the first validation metric made no new best in the last ``patience *
@@ -422,8 +455,8 @@ def observe_sample(controller: AdaptiveRate, state: Any, indices: np.ndarray, fi
 
     Uses the newest tree's leaves when the run has them (none before the first tree), and
     the run's ``allgather`` on a machine of a distributed run.  ``refit_leaves``: the
-    sampler's (:attr:`~smart_lgbm.samplers.Sampler.refit_leaves`), which turns the plateau
-    rule off (:meth:`AdaptiveRate.observe`).
+    sampler's (:attr:`~smart_lgbm.samplers.Sampler.refit_leaves`), under which the noise
+    test's limit is :data:`REFIT_RATIO` and the plateau rule is off (:meth:`AdaptiveRate.observe`).
     """
     from ..distributed import current_worker
 
