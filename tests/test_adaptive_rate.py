@@ -288,17 +288,20 @@ def test_under_refit_the_noise_test_grows_only_past_the_signal():
     def sums(noise):
         return np.array([[10.0], [1.0], [noise], [20.0], [1e15]])
 
-    def rates(noise, refit, threshold=0.1):
+    def rates(noise, refit, threshold="auto"):
         control, history = sl.AdaptiveRate(start=0.1, window=2, threshold=threshold), GradientHistory()
         return [control.observe(history, it, sums(noise), refit_leaves=refit) for it in range(4)]
 
     grown, kept = [0.1, 0.2, 0.2, 0.4], [0.1] * 4
-    # R = 10 / 70 = 0.14: above the threshold, below the signal: grows only without the refit
+    # R = 10 / 70 = 0.14: above the default limit (0.1), below the signal: grows only without the refit
     assert rates(10.0, False) == grown and rates(10.0, True) == kept
-    # R = 38 / 42 = 0.9 and 42 / 38 = 1.1: under the refit the limit is 1, whatever threshold
+    # R = 38 / 42 = 0.9 and 42 / 38 = 1.1: under the refit the default limit is 1
     assert rates(38.0, True) == kept and rates(42.0, True) == grown
-    assert rates(38.0, True, threshold=0.01) == kept and rates(42.0, True, threshold=5.0) == grown
-    assert rates(42.0, False, threshold=5.0) == kept  # (without the refit the threshold holds)
+    # a threshold the user gives holds with and without the refit
+    assert rates(10.0, True, threshold=0.1) == grown and rates(42.0, True, threshold=5.0) == kept
+    assert rates(42.0, False, threshold=5.0) == kept and rates(10.0, False, threshold=0.1) == grown
+    assert sl.AdaptiveRate().limit(False) == 0.1 and sl.AdaptiveRate().limit(True) == 1.0
+    assert sl.AdaptiveRate(threshold=0.3).limit(True) == 0.3
     # pure noise (Q - N - D <= 0, R = inf) grows either way
     assert rates(90.0, True) == grown and rates(90.0, False) == grown
 
@@ -307,16 +310,20 @@ def test_under_refit_the_noise_test_grows_only_past_the_signal():
                                   lambda rate: sl.MVS(rate=rate, refit_leaves=True)], ids=["FirstOrder", "MVS"])
 def test_auto_under_refit_keeps_its_rate_below_the_signal(make):
     # a clean signal and a threshold the noise test passes on this run (without the refit
-    # the rate grows at ~30 iterations); under the refit the ratio stays below 1, so the
-    # model is the fixed start rate's, byte for byte, with or without validation sets (the
-    # plateau rule is off there)
+    # the rate grows at ~30 iterations, and so it does under the refit when the user sets
+    # that threshold); under the refit the default limit is 1, which the ratio stays below, so
+    # the model is the fixed start rate's, byte for byte, with or without validation sets
+    # (the plateau rule is off there)
     gen = np.random.default_rng(0)
     X = gen.normal(size=(24_000, 10))
     y = (X[:, 0] + 0.5 * X[:, 1] + 0.3 * gen.normal(size=24_000) > 0).astype(int)
     (X, y), (Xt, yt) = (X[:20_000], y[:20_000]), (X[20_000:], y[20_000:])
-    control = sl.AdaptiveRate(start=0.1, threshold=0.05, window=5)
-    grown, rec = _train(X, y, sl.FirstOrder(rate=control))
+    low = sl.AdaptiveRate(start=0.1, threshold=0.05, window=5)
+    grown, rec = _train(X, y, sl.FirstOrder(rate=low))
     assert np.mean(rec["sampling_rate"][-10:]) > 0.15
+    _, rec = _train(X, y, make(low))
+    assert np.mean(rec["sampling_rate"][-10:]) > 0.15
+    control = sl.AdaptiveRate(start=0.1, window=5)  # threshold="auto": 1.0 under the refit
     fixed, _ = _train(X, y, make(0.1))
     auto, _ = _train(X, y, make(control))
     assert auto.model_to_string() == fixed.model_to_string()

@@ -62,7 +62,8 @@ Without validation sets (and under :class:`smart_lgbm.SmartObjective` and Dask, 
 not pass them on) the noise test decides alone.
 
 Under ``refit_leaves=True`` (:mod:`smart_lgbm.refit`) the noise test grows the rate only
-when ``R > 1`` (:data:`REFIT_RATIO`, in place of ``threshold``), and the plateau rule is
+when ``R > 1`` (``threshold="auto"``, the default, means :data:`REFIT_RATIO` there and
+:data:`PLAIN_RATIO`, 0.1, without the refit), and the plateau rule is
 off.  Every leaf value is then the Newton step of *all* its rows, so the leaf-value noise
 that ``N`` measures is not in the model: the sample's noise only moves the choice of
 splits, and a partition chosen partly on noise, given exact values, is still a descent
@@ -98,7 +99,7 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import Interval, Param
+from .._validation import Interval, Options, Param
 from .compiled import BLOCK
 
 __all__ = ["AdaptiveRate", "adaptive_rate_from_table", "leaf_noise_sums", "observe_sample", "pooled_gains", "pooled_noise_ratio", "resolve_rate"]
@@ -106,15 +107,17 @@ __all__ = ["AdaptiveRate", "adaptive_rate_from_table", "leaf_noise_sums", "obser
 #: rows of :func:`leaf_noise_sums`: G~, H~, V~, S~, N~
 NUM_SUMS = 5
 
-#: the noise test's limit under ``refit_leaves=True`` (in place of ``threshold``): the
-#: sampled sums' noise as large as the excess gain they estimate (the module docstring)
+#: the noise test's limit of ``threshold="auto"`` (the default): without the refit, and under
+#: ``refit_leaves=True``, where it is the sampled sums' noise as large as the excess gain they
+#: estimate (the module docstring)
+PLAIN_RATIO = 0.1
 REFIT_RATIO = 1.0
 
 #: AdaptiveRate's parameters (the spec its constructor checks and takes its defaults from)
 START = Param("start", (Interval(Real, 0, 1, closed="right"),), 0.1, "the rate of the first iterations")
 MAXIMUM = Param("maximum", (Interval(Real, 0, 1, closed="right"),), 1.0, "the largest rate it grows to")
-THRESHOLD = Param("threshold", (Interval(Real, 0, None, closed="neither"),), 0.1,
-                  "sampling noise over excess gain above which the rate grows")
+THRESHOLD = Param("threshold", (Interval(Real, 0, None, closed="neither"), Options(("auto",))), "auto",
+                  'sampling noise over excess gain above which the rate grows; "auto": 0.1, or 1.0 under refit_leaves')
 GROWTH = Param("growth", (Interval(Real, 1, None, closed="neither"),), 2.0, "the factor the rate grows by")
 WINDOW = Param("window", (Interval(Integral, 1, None, closed="left"),), 10, "iterations pooled per decision")
 PATIENCE = Param("patience", (Interval(Integral, 0, None, closed="left"),), 2,
@@ -139,10 +142,12 @@ class AdaptiveRate:
         The rate of the first iterations.
     maximum : float in (0, 1], default=1.0
         The rate is never grown beyond it (1.0: full boosting, every row drawn).
-    threshold : float > 0, default=0.1
+    threshold : float > 0 or "auto", default="auto"
         Grow when the sampling noise, pooled over a window, exceeds this fraction of the
-        excess gain (the full-data leaf gain beyond the training data's own noise).  Under
-        ``refit_leaves=True`` the limit is :data:`REFIT_RATIO` (1.0) instead.
+        excess gain (the full-data leaf gain beyond the training data's own noise).
+        ``"auto"``: 0.1 (:data:`PLAIN_RATIO`), and 1.0 (:data:`REFIT_RATIO`) for a sampler
+        with ``refit_leaves=True``, whose leaf values carry no sampling noise (module notes).
+        A number applies with and without the refit.
     growth : float > 1, default=2.0
         Factor applied to the rate at each growth (0.1, 0.2, 0.4, then ``maximum``).  A
         finer x1.5 was faster on higgs-like in development runs but lost 0.0005 NDCG@10 on
@@ -173,7 +178,7 @@ class AdaptiveRate:
     """
 
     def __init__(self, start: float = START.default, maximum: float = MAXIMUM.default,
-                 threshold: float = THRESHOLD.default, growth: float = GROWTH.default,
+                 threshold: float | str = THRESHOLD.default, growth: float = GROWTH.default,
                  window: int = WINDOW.default, patience: int = PATIENCE.default,
                  snap: float = SNAP.default, slowdown: float = SLOWDOWN.default) -> None:
         start, maximum = START.check(start, "AdaptiveRate"), MAXIMUM.check(maximum, "AdaptiveRate")
@@ -226,7 +231,7 @@ class AdaptiveRate:
         ``allgather(tag, value) -> list``, when given (a machine of a distributed run), adds
         up every machine's sums before the decision.  ``refit_leaves``: the sampler's trees
         get their leaf values from every row (:mod:`smart_lgbm.refit`): the noise test then
-        compares the ratio with :data:`REFIT_RATIO` (1) instead of ``threshold``, and the
+        compares the ratio with :meth:`limit` (1 for the default ``threshold="auto"``), and the
         plateau rule is off (the module docstring).
         """
         state = self._run_state(history, iteration)
@@ -247,12 +252,19 @@ class AdaptiveRate:
         ratio = pooled_noise_ratio(pending)
         state.ratios.append((iteration, ratio))
         # under the refit the noise is not in the leaf values, only in the choice of splits
-        # (the module docstring): the test asks whether it outweighs the signal
-        limit = REFIT_RATIO if refit_leaves else self.threshold
+        # (the module docstring): by default the test then asks whether it outweighs the signal
+        limit = self.limit(refit_leaves)
         if (ratio is not None and ratio > limit) or (not refit_leaves and self._plateau(state, iteration)) \
                 or self._slowed(state, iteration):
             self._grow(state, iteration)
         return state.rate
+
+    def limit(self, refit_leaves: bool) -> float:
+        """The noise ratio above which the rate grows, for a sampler with or without
+        ``refit_leaves`` (``threshold``, or what ``"auto"`` means for it)."""
+        if self.threshold == "auto":
+            return REFIT_RATIO if refit_leaves else PLAIN_RATIO
+        return float(self.threshold)
 
     def _grow(self, state: _RunState, iteration: int) -> None:
         """Multiply the run's rate by ``growth`` (past ``snap``: to the maximum)."""
@@ -456,7 +468,7 @@ def observe_sample(controller: AdaptiveRate, state: Any, indices: np.ndarray, fi
     Uses the newest tree's leaves when the run has them (none before the first tree), and
     the run's ``allgather`` on a machine of a distributed run.  ``refit_leaves``: the
     sampler's (:attr:`~smart_lgbm.samplers.Sampler.refit_leaves`), under which the noise
-    test's limit is :data:`REFIT_RATIO` and the plateau rule is off (:meth:`AdaptiveRate.observe`).
+    test's limit is :meth:`AdaptiveRate.limit` (1 by default) and the plateau rule is off (:meth:`AdaptiveRate.observe`).
     """
     from ..distributed import current_worker
 
