@@ -3,10 +3,19 @@
 
 One process, the two walks interleaved within each repeat, medians; real LightGBM trees
 (stock boosting on the data, the last trees of a short run) over the engine's bin codes,
-with a FirstOrder-sized set of skipped rows (the sample, whose outputs are known) as the
-engine walks them.  Both walks' outputs are checked equal bit for bit before timing.
+by default with a tenth of the rows skipped (a sample whose outputs are read back, as the
+engine walks the training rows for a large sample).  Both walks' outputs are checked equal bit for bit before timing.
 
-Usage: python scripts/bench_bitmask_walk.py [--repeats 9] [--threads 2] [--blocks 256,1024,4096]
+``--cold``: before every timed call, stream a 96 MB buffer (every cache line written), so
+the codes, the scores and the tables come from memory, as in the engine's loop, where
+LightGBM's subset copy and tree learner run between two walks; without it each call finds
+what the previous one left in cache.
+
+``--skip 0``: no skipped rows, as the engine walks the training rows when the sample is
+small (rate 0.1 here: ``smart_lgbm.update_plan``, the sample's outputs are then not read back).
+
+Usage: python scripts/bench_bitmask_walk.py [--repeats 9] [--threads 2] [--blocks 256,1024,4096] [--cold]
+       [--skip 0.1]
 """
 
 from __future__ import annotations
@@ -33,8 +42,26 @@ from smart_lgbm.walk import forest as _forest  # noqa: E402
 
 CASES = {"higgs-like": (2_000_000, 28, 63), "400k-60": (400_000, 60, 31)}
 
+#: What ``--cold`` streams before each timed call: three times the largest L3 of the
+#: machines these benchmarks ran on (32 MB).
+EVICT_BYTES = 96 << 20
 
-def _setup(n: int, f: int, leaves: int, threads: int):
+
+def _evicter(cold: bool):
+    """A function run before each timed call: with ``cold``, one that writes a byte of every
+    cache line of an ``EVICT_BYTES`` buffer (dirty lines leave the caches on their own);
+    otherwise nothing."""
+    if not cold:
+        return lambda: None
+    buf = np.zeros(EVICT_BYTES, np.uint8)
+
+    def evict() -> None:
+        buf[::64] += 1
+
+    return evict
+
+
+def _setup(n: int, f: int, leaves: int, threads: int, skipped: float):
     X, y = make_dense_binary(n, f, seed=0)
     ds = lgb.Dataset(X, y, params={"verbosity": -1, "is_enable_sparse": False}).construct()
     book = CodeBook.from_mappers(L.bin_mappers(L.handle_of(ds)))
@@ -44,7 +71,7 @@ def _setup(n: int, f: int, leaves: int, threads: int):
     bodies = L.tree_bodies(booster.model_to_string())
     forests = [book.coded_forest(Forest.from_tree_texts([b])) for b in bodies[-4:]]
     rng = np.random.default_rng(0)
-    skip = np.sort(rng.choice(n, n // 10, replace=False)).astype(np.int32)
+    skip = np.sort(rng.choice(n, int(n * skipped), replace=False)).astype(np.int32)
     return codes, forests, skip
 
 
@@ -54,13 +81,16 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--blocks", default="256,1024,4096")
     ap.add_argument("--cases", default=",".join(CASES))
+    ap.add_argument("--cold", action="store_true", help="evict the caches before every timed call")
+    ap.add_argument("--skip", type=float, default=0.1, help="fraction of the rows skipped (outputs known)")
     args = ap.parse_args()
+    evict = _evicter(args.cold)
     numba.set_num_threads(args.threads)
     chunks = _forest.CHUNKS_PER_THREAD * args.threads
     blocks = [int(b) for b in args.blocks.split(",")]
     for name in args.cases.split(","):
         n, f, leaves = CASES[name]
-        codes, forests, skip = _setup(n, f, leaves, args.threads)
+        codes, forests, skip = _setup(n, f, leaves, args.threads, args.skip)
         c = codes.codes
         skip_out = np.random.default_rng(1).normal(size=(skip.shape[0], 1))
         noleaves = np.empty((0, 1), np.int32)
@@ -92,15 +122,18 @@ def main() -> None:
         times: dict[str, list[float]] = {}
         for rep in range(args.repeats):
             i = rep % len(forests)
+            evict()
             t0 = time.perf_counter()
             old(i, out, noleaves, False)
             times.setdefault("lockstep walk_codes", []).append(time.perf_counter() - t0)
             for block in blocks:
+                evict()
                 t0 = time.perf_counter()
                 new(i, out, noleaves, False, block)
                 times.setdefault(f"bitmask block {block}", []).append(time.perf_counter() - t0)
         base = statistics.median(times["lockstep walk_codes"])
-        print(f"## {name}: {n} x {f}, {leaves} leaves, {args.threads} threads")
+        print(f"## {name}: {n} x {f}, {leaves} leaves, {args.threads} threads{', cold caches' if args.cold else ''}, "
+              f"{skip.shape[0]} rows skipped")
         for key, v in times.items():
             med = statistics.median(v)
             print(f"  {key:24s} {1000 * med:7.2f} ms   speed-up {base / med:5.2f}x")

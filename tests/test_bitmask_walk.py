@@ -124,6 +124,34 @@ def test_bitmask_walk_equals_lockstep_walk(leaves_per_tree, n):
             assert a == b, (skip is not None, want_leaves)
 
 
+@pytest.mark.parametrize("tables", list(range(1, 11)))
+def test_every_number_of_tables_a_tree_reads(tables):
+    """``tree_masks`` sets the masks from the 1 to 4 tables left over, then ANDs four tables
+    a pass: a tree reading each number of code columns from 1 to 10 (every first-pass arity,
+    one to three passes) walks as the lockstep walk, with and without skipped rows."""
+    rng = np.random.default_rng(100 + tables)
+    num_leaves = 2 * tables + 1
+    info, child, node_value, node_leaf, depth = _random_tree(rng, num_leaves, 0)
+    m = num_leaves - 1
+    columns = rng.permutation(12)[:tables]
+    for i in range(m):  # internal node i tests column columns[i % tables]: exactly ``tables`` distinct columns
+        info[i] = (info[i] & ~np.int64(0xFFFFFFFF)) | int(columns[i % tables])
+    roots, depths = np.zeros(1, np.int32), np.array([depth], np.int32)
+    lockstep = CodedForest(info, child, node_value, node_leaf, roots, depths)
+    bm = _bm.bitmask_forest(info, child, node_value, node_leaf, roots, 12)
+    assert bm is not None and int(bm.tstart[-1]) == tables
+    bitmask = CodedForest(info, child, node_value, node_leaf, roots, depths, bm)
+    n = 3000
+    codes = rng.integers(0, 7, size=(12, n)).astype(np.uint8)
+    codes[rng.random((12, n)) < 0.1] = NAN_CODE
+    codes = BinCodes(codes)
+    rows = np.sort(rng.choice(1500, 200, replace=False)).astype(np.int32)  # the last block has none
+    known = (rows, rng.normal(size=(rows.shape[0], 1)))
+    for skip in (None, known):
+        for want_leaves in (True, False):
+            assert _walk(codes, lockstep, skip, want_leaves) == _walk(codes, bitmask, skip, want_leaves)
+
+
 def test_bitmask_walk_twins_and_block_sizes_agree():
     """Serial and parallel twins and any block size give the same bits (rows are independent)."""
     rng = np.random.default_rng(3)
