@@ -319,7 +319,7 @@ def test_auto_under_refit_keeps_its_rate_below_the_signal(make):
     y = (X[:, 0] + 0.5 * X[:, 1] + 0.3 * gen.normal(size=24_000) > 0).astype(int)
     (X, y), (Xt, yt) = (X[:20_000], y[:20_000]), (X[20_000:], y[20_000:])
     low = sl.AdaptiveRate(start=0.1, threshold=0.05, window=5)
-    grown, rec = _train(X, y, sl.FirstOrder(rate=low))
+    _, rec = _train(X, y, sl.FirstOrder(rate=low))
     assert np.mean(rec["sampling_rate"][-10:]) > 0.15
     _, rec = _train(X, y, make(low))
     assert np.mean(rec["sampling_rate"][-10:]) > 0.15
