@@ -35,10 +35,10 @@ sys.path.insert(0, str(ROOT))
 
 from smart_lgbm import _lightgbm as L  # noqa: E402
 from smart_lgbm.datasets.synthetic import make_dense_binary  # noqa: E402
-from smart_lgbm.walk import CodeBook, Forest, RawFeatures  # noqa: E402
-from smart_lgbm.walk import _bitmask_kernels as _bk  # noqa: E402
-from smart_lgbm.walk import _kernels as _k  # noqa: E402
-from smart_lgbm.walk import forest as _forest  # noqa: E402
+from smart_lgbm._engine.walk import CodeBook, Forest, RawFeatures  # noqa: E402
+from smart_lgbm._engine.walk import _bitmask_kernels as _bk  # noqa: E402
+from smart_lgbm._engine.walk import _kernels as _k  # noqa: E402
+from smart_lgbm._engine.walk import forest as _forest  # noqa: E402
 
 CASES = {"higgs-like": (2_000_000, 28, 63), "400k-60": (400_000, 60, 31)}
 

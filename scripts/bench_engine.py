@@ -236,11 +236,11 @@ def setup_worker(path: str, pairs: int, threads: int) -> dict:
 
     import smart_lgbm as sl
     from smart_lgbm import _lightgbm as L
-    from smart_lgbm.boosting import BoostingRun
+    from smart_lgbm._engine.run import BoostingRun
     from smart_lgbm.engine import _numba_threads
-    from smart_lgbm.engine_data import dataset_params, prepare_train
-    from smart_lgbm.params import make_config
-    from smart_lgbm.walk import CodeBook
+    from smart_lgbm._engine.data import dataset_params, prepare_train
+    from smart_lgbm._engine.params import make_config
+    from smart_lgbm._engine.walk import CodeBook
 
     X, y, _ = _load(path)
     _, rate, _, extra = CASES["400k-60"]

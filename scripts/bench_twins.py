@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import lightgbm as lgb  # noqa: E402
 
 import smart_lgbm as sl  # noqa: E402
-from smart_lgbm import _twins  # noqa: E402
+from smart_lgbm._numba import row_kernel as _twins  # noqa: E402
 
 FORCE = {"serial": 1 << 62, "parallel": 0}
 DROP = 3

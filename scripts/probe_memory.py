@@ -135,7 +135,7 @@ def worker(path: str, method: str, rounds: int) -> dict:
         # VmRSS / VmHWM where the run's peak may be: after the first and the last iteration,
         # after the run's release of its training structures (just before the final model's
         # parameters, text and load), and after that load
-        from smart_lgbm.boosting import BoostingRun
+        from smart_lgbm._engine.run import BoostingRun
 
         step, release = BoostingRun.step, BoostingRun.release_training
 

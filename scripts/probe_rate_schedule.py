@@ -56,7 +56,7 @@ import numpy as np
 
 import smart_lgbm as sl
 from smart_lgbm.compare.config import load_config
-from smart_lgbm._twins import parallel_from
+from smart_lgbm._numba.row_kernel import parallel_from
 from smart_lgbm.samplers.compiled import compile_rate_solve
 from smart_lgbm.compare.data import head, load_data, make_datasets
 from smart_lgbm.compare.io import atomic_write

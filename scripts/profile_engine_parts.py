@@ -62,11 +62,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from smart_lgbm import _lightgbm as L  # noqa: E402
-from smart_lgbm.boosting import class_major_float32  # noqa: E402
-from smart_lgbm.iteration import iteration_rng  # noqa: E402
+from smart_lgbm._engine.run import class_major_float32  # noqa: E402
+from smart_lgbm._engine.draw import iteration_rng  # noqa: E402
 from smart_lgbm.losses import BinaryLogloss, Target  # noqa: E402
 from smart_lgbm.samplers import FirstOrder, GradientHistory, SamplingState  # noqa: E402
-from smart_lgbm.walk import CodeBook, Forest, RawFeatures, add_coded_outputs, add_outputs  # noqa: E402
+from smart_lgbm._engine.walk import CodeBook, Forest, RawFeatures, add_coded_outputs, add_outputs  # noqa: E402
 
 #: name -> (description, rows, features, leaves, rate)
 CASES = {
@@ -288,7 +288,7 @@ def fused_pass_rows(codes, coded, scores: np.ndarray, y: np.ndarray, rate: float
     BinCodes and one iteration's CodedForest, ``scores`` (n,) raw scores (not modified).
     Self-contained: call it from ``profile`` with the data there to add its rows.
     """
-    from smart_lgbm import fused
+    from smart_lgbm._engine import sweep as fused
     from smart_lgbm.samplers import compiled
 
     n = scores.shape[0]

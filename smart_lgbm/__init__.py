@@ -9,7 +9,7 @@ from . import _lightgbm
 # One clear error naming the supported range, before anything relies on LightGBM internals.
 _lightgbm.check_version()
 
-from . import _numba_runtime  # noqa: E402
+from ._numba import runtime as _numba_runtime  # noqa: E402
 
 # numba's runtime from a cached object file rather than compiled by LLVM at the first kernel
 # load: about 27 MB less peak memory on small data (docs/engine.md, "Memory")

@@ -60,7 +60,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 
 from . import _lightgbm
 from .distributed import Network, Worker, on_network
-from .params import canonicalize
+from ._engine.params import canonicalize
 from .samplers import AdaptiveRate
 from .sklearn import SmartClassifier, SmartRanker, SmartRegressor, _check_sampler, _smart_init
 

@@ -22,12 +22,12 @@ import numpy as np
 from lightgbm import callback as lgb_callback
 
 from . import _lightgbm
-from .boosting import BoostingRun, ScoredSet
+from ._engine.run import BoostingRun, ScoredSet
 from .distributed import current_worker
-from .engine_data import prepare_train, prepare_valid
+from ._engine.data import prepare_train, prepare_valid
 from .exceptions import IterationNotSplitWarning, NoMoreSplitsWarning
 from .metrics import Evaluator
-from .params import dataset_params, make_config, refuse_for_sampler, training_data_params
+from ._engine.params import dataset_params, make_config, refuse_for_sampler, training_data_params
 from .samplers import Sampler, make_sampler
 
 __all__ = ["train"]

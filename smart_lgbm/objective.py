@@ -37,9 +37,9 @@ from lightgbm.callback import CallbackEnv
 from . import _lightgbm
 from . import objective_metrics as om
 from .distributed import network_rank
-from .iteration import draw_iteration
+from ._engine.draw import draw_iteration
 from .losses.base import Loss, Target
-from .params import canonicalize, resolve_loss
+from ._engine.params import canonicalize, resolve_loss
 from .samplers import GradientHistory, Sample, Sampler, make_sampler
 
 

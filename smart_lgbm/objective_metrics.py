@@ -27,7 +27,7 @@ import numpy as np
 from . import _lightgbm
 from .losses.base import Loss, Target
 from .metrics import ALIASES, AT_K_METRICS, METRICS, Evaluator
-from .params import canonicalize
+from ._engine.params import canonicalize
 
 #: LightGBM metrics that it computes on raw scores even with its own objectives: right
 #: with a custom objective too.  Every other metric sees the objective's converted output.

@@ -18,9 +18,9 @@ import scipy.sparse as sp
 from test_walk import _special_values  # NaN, zeros and values around ±kZeroThreshold
 
 from smart_lgbm import _lightgbm as L
-from smart_lgbm.walk import CodeBook, Forest, RawFeatures, add_coded_outputs
-from smart_lgbm.walk._kernels import K_ZERO_THRESHOLD
-from smart_lgbm.walk.codes import NAN_CODE
+from smart_lgbm._engine.walk import CodeBook, Forest, RawFeatures, add_coded_outputs
+from smart_lgbm._engine.walk._kernels import K_ZERO_THRESHOLD
+from smart_lgbm._engine.walk.codes import NAN_CODE
 
 
 def _model_and_book(X, y, params, rounds=25, dataset_params=None):

@@ -16,11 +16,11 @@ import pytest
 
 import smart_lgbm as sl
 from smart_lgbm import _lightgbm as L
-from smart_lgbm import _twins
-from smart_lgbm.walk import BinCodes, CodeBook, CodedForest, Forest, RawFeatures, add_coded_outputs
-from smart_lgbm.walk import _bitmask_kernels as _bk
-from smart_lgbm.walk import bitmask as _bm
-from smart_lgbm.walk._kernels import DEFAULT_SHIFT, MISS_SHIFT, NAN_CODE, NO_MISS, TCODE_SHIFT
+from smart_lgbm._numba import row_kernel as _twins
+from smart_lgbm._engine.walk import BinCodes, CodeBook, CodedForest, Forest, RawFeatures, add_coded_outputs
+from smart_lgbm._engine.walk import _bitmask_kernels as _bk
+from smart_lgbm._engine.walk import bitmask as _bm
+from smart_lgbm._engine.walk._kernels import DEFAULT_SHIFT, MISS_SHIFT, NAN_CODE, NO_MISS, TCODE_SHIFT
 
 NUM_COLUMNS = 7
 

@@ -462,7 +462,7 @@ def test_run_is_released_before_the_final_model_and_env_model_still_answers(a9a_
     # The engine frees its training structures (tree-fitting Booster, own binned Dataset,
     # bin codes) before it loads the final model, the process's peak memory on small data.
     # The returned model, and an env.model a callback keeps, must not notice.
-    from smart_lgbm.boosting import BoostingRun
+    from smart_lgbm._engine.run import BoostingRun
 
     (X, y), (Xt, yt) = a9a_small
     states = []

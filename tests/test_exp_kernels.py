@@ -9,7 +9,7 @@ import numba
 import numpy as np
 import pytest
 
-from smart_lgbm import _fused_kernels as fk
+from smart_lgbm._engine import _sweep_kernels as fk
 from smart_lgbm.losses import _exp_kernels as ek
 from smart_lgbm.samplers import compiled
 

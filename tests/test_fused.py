@@ -10,11 +10,11 @@ import pytest
 
 import smart_lgbm as sl
 from smart_lgbm import _lightgbm as L
-from smart_lgbm import fused
+from smart_lgbm._engine import sweep as fused
 from smart_lgbm.losses.base import Loss
 from smart_lgbm.losses.binary import BinaryLogloss
 from smart_lgbm.samplers import compiled
-from smart_lgbm.walk import CodeBook, Forest, RawFeatures
+from smart_lgbm._engine.walk import CodeBook, Forest, RawFeatures
 
 N = 40_000  # three reduction blocks of 16,384 rows, the last one partial
 BASE = {"num_leaves": 15, "learning_rate": 0.2, "verbosity": -1, "seed": 7, "min_data_in_leaf": 5}
@@ -179,7 +179,7 @@ def test_grouped_statistics_equal_the_scan_kernel_per_block(kind, threads):
     block's values (and the g, h) are still those the sampler's scan kernel forms for it,
     whichever thread and group take it, also for a block holding a NaN gradient (scanned
     again exactly) and the partial last block."""
-    from smart_lgbm import _fused_kernels as fk
+    from smart_lgbm._engine import _sweep_kernels as fk
     from smart_lgbm.samplers import _kernels as sk
 
     block = compiled.BLOCK

@@ -15,8 +15,9 @@ import numpy as np
 import pytest
 
 import smart_lgbm as sl
-from smart_lgbm import boosting, objective
-from smart_lgbm.iteration import check_sample, draw_iteration, draw_key, stream_rng
+from smart_lgbm._engine import run as boosting
+from smart_lgbm import objective
+from smart_lgbm._engine.draw import check_sample, draw_iteration, draw_key, stream_rng
 from smart_lgbm.losses import BinaryLogloss, Target
 from smart_lgbm.samplers import GradientHistory, Sample, Sampler, SamplingState
 
@@ -170,7 +171,7 @@ def test_the_engine_and_smart_objective_draw_through_draw_iteration(monkeypatch,
 def test_the_compiled_sample_check_answers_as_the_numpy_checks():
     """check_sample's one-pass kernel (float32 (m,) samples) passes exactly the samples the
     numpy checks pass; any other goes on to those checks and their messages."""
-    from smart_lgbm import _iteration_kernels
+    from smart_lgbm._engine import _draw_kernels as _iteration_kernels
 
     rng = np.random.default_rng(3)
     n = 1000

@@ -17,7 +17,7 @@ import pytest
 
 from smart_lgbm.losses import Target
 from smart_lgbm.metrics import Evaluator
-from smart_lgbm.params import canonicalize, resolve_loss
+from smart_lgbm._engine.params import canonicalize, resolve_loss
 
 F32 = np.float32
 

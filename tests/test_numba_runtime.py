@@ -56,7 +56,7 @@ def test_installed_at_import():
     import smart_lgbm  # noqa: F401
     from numba.core.runtime import nrtdynmod
 
-    from smart_lgbm import _numba_runtime
+    from smart_lgbm._numba import runtime as _numba_runtime
 
     assert _numba_runtime.install()
     assert nrtdynmod.compile_nrt_functions is _numba_runtime._compile_or_load
@@ -88,7 +88,7 @@ def test_a_damaged_file_falls_back_to_compiling_and_is_rewritten(tmp_path):
 def test_cache_folder_is_numbas_choice(tmp_path, monkeypatch):
     import numba
 
-    from smart_lgbm import _numba_runtime
+    from smart_lgbm._numba import runtime as _numba_runtime
 
     monkeypatch.setattr(numba.config, "CACHE_DIR", str(tmp_path), raising=False)
     assert _numba_runtime.cache_folder() == tmp_path

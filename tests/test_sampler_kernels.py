@@ -446,7 +446,7 @@ def test_block_scans_take_the_fast_loop_only_where_it_gives_scan_rows_values():
     # and falls back to scan_row's where a NaN, infinite or negative importance (or an
     # overflowing sum) is in it: each block must give the reference's values bit for bit,
     # clean or not, through every kernel that scans (scan itself keeps scan_row's loop)
-    from smart_lgbm import _fused_kernels as fk
+    from smart_lgbm._engine import _sweep_kernels as fk
     from smart_lgbm.samplers import _kernels as k
     from smart_lgbm.samplers.compiled import _NO_WINDOW, BLOCK, FIRST, STATS_SCAN, buffer_importance, scan_blocks
 

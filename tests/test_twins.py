@@ -14,15 +14,15 @@ import pytest
 import scipy.sparse as sp
 
 import smart_lgbm as sl
-import smart_lgbm._fused_kernels  # noqa: F401  (every kernel module, so that REGISTRY holds them all)
-import smart_lgbm._refit_kernels  # noqa: F401
+import smart_lgbm._engine._sweep_kernels  # noqa: F401  (every kernel module, so that REGISTRY holds them all)
+import smart_lgbm._engine._refit_kernels  # noqa: F401
 import smart_lgbm.losses._kernels  # noqa: F401
-import smart_lgbm.walk._encode_kernels  # noqa: F401
-import smart_lgbm.walk._bitmask_kernels  # noqa: F401
-import smart_lgbm.walk._kernels  # noqa: F401
+import smart_lgbm._engine.walk._encode_kernels  # noqa: F401
+import smart_lgbm._engine.walk._bitmask_kernels  # noqa: F401
+import smart_lgbm._engine.walk._kernels  # noqa: F401
 import smart_lgbm.samplers._adaptive_kernels  # noqa: F401
 import smart_lgbm.samplers._solve_kernels  # noqa: F401
-from smart_lgbm import _twins
+from smart_lgbm._numba import row_kernel as _twins
 from smart_lgbm.samplers import _kernels as k
 from smart_lgbm.samplers.compiled import BUFFER, CONST, FIRST, KIND_MARKERS, MVS, SECOND, n_blocks, scan_blocks
 
@@ -156,7 +156,7 @@ def test_adaptive_leaf_sums_twins_give_the_same_bits():
 def test_refit_leaf_sums_twins_give_the_same_bits():
     """The refit's sums from known leaves (trees of more than 64 leaves, or leaves read
     through LightGBM), three trees over several blocks, the last one partial."""
-    from smart_lgbm import _refit_kernels as rk
+    from smart_lgbm._engine import _refit_kernels as rk
 
     rng = np.random.default_rng(9)
     n = N
@@ -247,7 +247,7 @@ def test_sparse_and_raw_walks_are_the_same_with_either_twin(called, monkeypatch)
 def test_raw_walks_are_the_same_with_either_twin(called, monkeypatch):
     """The walks over raw features (dense, CSR, CSC), with a categorical feature."""
     from smart_lgbm import _lightgbm as L
-    from smart_lgbm.walk import Forest, RawFeatures, add_outputs
+    from smart_lgbm._engine.walk import Forest, RawFeatures, add_outputs
 
     X, y = _dense("binary")
     X[:, 3] = np.floor(np.abs(X[:, 3]) * 3)
@@ -272,7 +272,7 @@ def test_raw_walks_are_the_same_with_either_twin(called, monkeypatch):
 def test_lockstep_coded_walk_is_the_same_with_either_twin(called, monkeypatch):
     """The lockstep walk over codes (trees of more than 64 leaves), skipped rows and leaves."""
     from smart_lgbm import _lightgbm as L
-    from smart_lgbm.walk import CodeBook, Forest, RawFeatures, add_coded_outputs
+    from smart_lgbm._engine.walk import CodeBook, Forest, RawFeatures, add_coded_outputs
 
     X, y = _dense("binary")
     ds = lgb.Dataset(X, y, params={"verbose": -1}).construct()
@@ -306,7 +306,7 @@ def test_the_row_count_picks_the_twin(monkeypatch):
     kernel(1001, g, g)
     assert runs == ["serial", "parallel", "parallel"]
     # a kernel that reads its row count from an array's shape (walk_codes: codes' columns)
-    from smart_lgbm.walk import _kernels as wk
+    from smart_lgbm._engine.walk import _kernels as wk
     runs.clear()
     monkeypatch.setattr(wk.walk_codes, "serial", lambda *a: runs.append("serial"))
     monkeypatch.setattr(wk.walk_codes, "parallel", lambda *a: runs.append("parallel"))

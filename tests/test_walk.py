@@ -17,8 +17,8 @@ import pytest
 import scipy.sparse as sp
 
 from smart_lgbm import _lightgbm as L
-from smart_lgbm.walk import Forest, RawFeatures, add_outputs
-from smart_lgbm.walk._kernels import K_ZERO_THRESHOLD
+from smart_lgbm._engine.walk import Forest, RawFeatures, add_outputs
+from smart_lgbm._engine.walk._kernels import K_ZERO_THRESHOLD
 
 K = K_ZERO_THRESHOLD
 #: Values around LightGBM's zero threshold, which stock thresholds often sit on (±K).

@@ -18,9 +18,9 @@ from typing import Any
 
 import lightgbm as lgb
 
-from .._twins import parallel_from
+from .._numba.row_kernel import parallel_from
 from ..losses.base import Target, check_finite
-from ..params import canonicalize, resolve_loss
+from .._engine.params import canonicalize, resolve_loss
 from ..samplers.compiled import compile_rate_solve
 from .config import ConfigError, Experiment, MethodSpec, error_text
 from .data import ExperimentData, head

@@ -50,7 +50,7 @@ else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
 from .. import _lightgbm
-from .._param_roles import COMPARE_RESERVED, FITTING_METRICS
+from .._engine.param_roles import COMPARE_RESERVED, FITTING_METRICS
 from .._validation import Interval, Param
 from ..metrics import ALIASES as _METRIC_ALIASES
 from ..metrics import METRICS as _METRICS
@@ -427,7 +427,7 @@ def _check_objective(exp_name: str, metric: str, params: dict[str, Any], methods
     method before anything trains.  Stock-only objectives (no engine method) are left to
     LightGBM, which the pre-flight run asks before training.
     """
-    from ..params import canonicalize, make_config, resolve_loss
+    from .._engine.params import canonicalize, make_config, resolve_loss
 
     where = f"[experiments.{exp_name}]"
     # The comparison's own rule first (stricter than LightGBM's: the metric must measure what

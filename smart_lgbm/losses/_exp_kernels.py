@@ -199,7 +199,7 @@ def verdict_path() -> Path:
     version of this module, beside the package's kernel cache."""
     from llvmlite import binding
 
-    from .._numba_runtime import cache_folder
+    from .._numba.runtime import cache_folder
 
     tag = repr((os.confstr("CS_GNU_LIBC_VERSION"), binding.get_host_cpu_name(),
                 sorted(binding.get_host_cpu_features().items()), Path(__file__).read_bytes()))
@@ -226,7 +226,7 @@ def libm_is_reproduced() -> bool:
     except OSError:  # (not checked yet on this platform; a read-only install checks every time)
         pass
     agrees = agrees_with_libm()
-    from .._numba_runtime import write_shared
+    from .._numba.runtime import write_shared
 
     write_shared(path, lambda fh: fh.write(b"agrees" if agrees else b"differs"))
     return agrees

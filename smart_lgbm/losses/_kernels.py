@@ -18,7 +18,7 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from .._twins import row_kernel
+from .._numba.row_kernel import row_kernel
 from ._exp_kernels import exp_fast, in_fast_range
 
 #: Rows per parallel task in the multiclass kernels (one scratch row per task).

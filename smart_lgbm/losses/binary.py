@@ -32,7 +32,7 @@ def one_column_gradients(raw: np.ndarray, sign: np.ndarray, weight: np.ndarray, 
     bits (``binary_row`` of :mod:`._kernels`, weight applied in double before the float32
     store).
     """
-    from .. import _fused_kernels as fk  # numba loads on first use
+    from .._engine import _sweep_kernels as fk  # numba loads on first use
     from ..samplers import compiled
 
     n = raw.shape[0]

@@ -50,7 +50,7 @@ import numpy as np
 
 from . import curves as cm
 from . import pointwise as pm
-from .._param_values import integer, number, number_list
+from .._engine.param_values import integer, number, number_list
 from ..losses._ranking import check_label_gain
 from ..losses.base import Loss, Target
 

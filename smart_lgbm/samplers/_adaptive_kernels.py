@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 from numba import prange
 
-from .._twins import row_kernel
+from .._numba.row_kernel import row_kernel
 from .compiled import BLOCK
 
 

@@ -43,7 +43,7 @@ from numba.core import cgutils
 from numba.extending import intrinsic, overload
 from numba.np.numpy_support import from_dtype
 
-from .._twins import row_kernel
+from .._numba.row_kernel import row_kernel
 
 from .compiled import BLOCK, BUFFER, CONST, FIRST, FIT_ANCHOR, FIT_PLAIN, FIT_REGULARISED, KIND_MARKERS, SECOND
 #: Rows per block of the histogram kernels (their per-block tables are larger).

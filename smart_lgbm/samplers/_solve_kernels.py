@@ -29,7 +29,7 @@ import math
 import numpy as np
 from numba import prange
 
-from .._twins import row_kernel
+from .._numba.row_kernel import row_kernel
 from ._kernels import BLOCK, _score
 
 

@@ -54,7 +54,7 @@ import numpy as np
 from numba import njit, prange
 from numba.cpython.unsafe.numbers import trailing_zeros
 
-from .._twins import row_kernel
+from ..._numba.row_kernel import row_kernel
 from ._kernels import DEFAULT_SHIFT, MISS_SHIFT, TCODE_SHIFT, _chunk_bounds, _lower_bound
 
 #: Most leaves a tree may have for the bitmask walk (one bit per leaf in a uint64).

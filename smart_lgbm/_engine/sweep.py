@@ -23,10 +23,10 @@ from typing import Any
 
 import numpy as np
 
-from .losses.base import Loss, Target
-from .losses.binary import label_sign
-from .samplers import Sampler
-from .samplers import compiled
+from ..losses.base import Loss, Target
+from ..losses.binary import label_sign
+from ..samplers import Sampler
+from ..samplers import compiled
 from .walk.codes import BinCodes, CodedForest
 from .walk.forest import add_coded_outputs
 
@@ -40,7 +40,7 @@ _KERNELS: Any = None
 def _kernels() -> Any:
     global _KERNELS
     if _KERNELS is None:  # numba loads on first use
-        from . import _fused_kernels as kernels
+        from . import _sweep_kernels as kernels
 
         _KERNELS = kernels
     return _KERNELS

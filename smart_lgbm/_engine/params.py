@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from . import _lightgbm
-from ._param_roles import LOSS_AND_METRIC_PARAMS as LOSS_AND_METRIC_PARAMS  # re-exported (boosting.py)
-from ._param_roles import (
+from .. import _lightgbm
+from .param_roles import LOSS_AND_METRIC_PARAMS as LOSS_AND_METRIC_PARAMS  # re-exported (run.py)
+from .param_roles import (
     ENGINE_ONLY,
     NOT_FOR_DATASETS,
     NOT_IN_MODEL,
@@ -25,15 +25,15 @@ from ._param_roles import (
     TREE_SEEDS,
     USER_SEEDS,
 )
-from ._param_values import flag as _flag
-from ._param_values import integer as _integer
-from ._param_values import number_list as _number_list
-from ._param_values import number as _number
-from .losses.base import Loss
-from .losses.binary import BinaryLogloss
-from .losses.multiclass import MulticlassSoftmax
-from .losses.regression import SquaredError
-from .metrics import Evaluator
+from .param_values import flag as _flag
+from .param_values import integer as _integer
+from .param_values import number_list as _number_list
+from .param_values import number as _number
+from ..losses.base import Loss
+from ..losses.binary import BinaryLogloss
+from ..losses.multiclass import MulticlassSoftmax
+from ..losses.regression import SquaredError
+from ..metrics import Evaluator
 
 # What the engine does with each parameter it handles (ENGINE_ONLY, LOSS_AND_METRIC_PARAMS,
 # USER_SEEDS, the seeds of the tree learner, what the Datasets and the saved model get, the
@@ -113,7 +113,7 @@ def refuse_unsupported(params: dict[str, Any]) -> None:
 
 def refuse_for_sampler(params: dict[str, Any], sampler: Any) -> None:
     """Raise ValueError for parameters that only work when every row is in every iteration."""
-    from .samplers import Full
+    from ..samplers import Full
 
     lazy = params.get("cegb_penalty_feature_lazy")
     if lazy is not None and not isinstance(sampler, Full) and any(v != 0 for v in _number_list(lazy, "cegb_penalty_feature_lazy")):
@@ -162,7 +162,7 @@ def resolve_loss(params: dict[str, Any]) -> Loss:
         return SquaredError(boost_from_average=boost_from_average)
     if name == "multiclass":
         return MulticlassSoftmax(num_class=num_class, boost_from_average=boost_from_average)
-    from .losses.lambdarank import LambdaRank  # numba import only when ranking
+    from ..losses.lambdarank import LambdaRank  # numba import only when ranking
 
     kwargs: dict[str, Any] = {"sigmoid": _number(params, "sigmoid", 1.0)}
     if "label_gain" in params:

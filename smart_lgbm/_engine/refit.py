@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .samplers.compiled import BLOCK
+from ..samplers.compiled import BLOCK
 
 if TYPE_CHECKING:
     from .walk.bitmask import BitmaskForest

@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from .. import _lightgbm
+from ... import _lightgbm
 
 Layout = Literal["dense", "csr", "csc"]
 

@@ -47,15 +47,24 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-from ._twins import row_kernel
+from .._numba.row_kernel import row_kernel
 
-from .losses._exp_kernels import in_fast_range, libm_is_reproduced
-from .losses._kernels import binary_row, binary_row_fast, l2_row, softmax_row
-from .samplers._kernels import (BLOCK, _any_kind, _clean_row, _scan_exact, _scanned, _value_at, norm_row, scan_row,
-                               scan_values)
-from .samplers.compiled import FIRST
-from .samplers.compiled import STATS_NORMS as NORMS
-from .samplers.compiled import STATS_SCAN as SCAN
+from ..losses._exp_kernels import in_fast_range, libm_is_reproduced
+from ..losses._kernels import binary_row, binary_row_fast, l2_row, softmax_row
+from ..samplers._kernels import (
+    BLOCK,
+    _any_kind,
+    _clean_row,
+    _scan_exact,
+    _scanned,
+    _value_at,
+    norm_row,
+    scan_row,
+    scan_values,
+)
+from ..samplers.compiled import FIRST
+from ..samplers.compiled import STATS_NORMS as NORMS
+from ..samplers.compiled import STATS_SCAN as SCAN
 
 #: Losses the pass computes (``loss`` argument; :data:`smart_lgbm.fused.LOSSES`).
 BINARY, L2, SOFTMAX = 0, 1, 2

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 from numba import prange
 
-from .._twins import row_kernel
+from ..._numba.row_kernel import row_kernel
 
 #: Rows searched in lockstep (16 measured fastest against 8, 32 and 64).
 LANES = 16

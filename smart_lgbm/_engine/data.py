@@ -33,8 +33,8 @@ from typing import Any
 import lightgbm as lgb
 import numpy as np
 
-from . import _lightgbm
-from .losses.base import Loss, Target, check_finite
+from .. import _lightgbm
+from ..losses.base import Loss, Target, check_finite
 from .params import dataset_params
 from .walk import RawFeatures
 

@@ -48,19 +48,20 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from . import _lightgbm, fused, refit
-from .distributed import current_worker
-from .engine_data import EngineSet
-from .exceptions import SlowPathWarning
-from .iteration import draw_iteration
-from .losses.base import Loss, Target
+from .. import _lightgbm
+from . import sweep as fused, refit
+from ..distributed import current_worker
+from .data import EngineSet
+from ..exceptions import SlowPathWarning
+from .draw import draw_iteration
+from ..losses.base import Loss, Target
 from .params import ENGINE_ONLY, LOSS_AND_METRIC_PARAMS, EngineConfig, canonicalize, check_seed, refuse_unsupported
-from .samplers import GradientHistory, Sampler
+from ..samplers import GradientHistory, Sampler
 from .update_plan import SAMPLE, TRAIN, Features, PlanCache, RunFacts, UpdatePlan
 from .walk import BinCodes, CodeBook, CodedForest, Forest, RawFeatures, add_coded_outputs, add_outputs
 
 if TYPE_CHECKING:
-    from .samplers.compiled import Statistics
+    from ..samplers.compiled import Statistics
 
 #: The sampled rows' outputs are read from LightGBM's tree learner (and skipped by the
 #: coded walk) from this share of the rows on.  Below it skipping saves nothing: the walk

@@ -30,8 +30,8 @@ import numpy as np
 from numba import njit, prange
 from numba.cpython.unsafe.numbers import trailing_zeros
 
-from ._twins import row_kernel
-from .samplers.compiled import BLOCK
+from .._numba.row_kernel import row_kernel
+from ..samplers.compiled import BLOCK
 from .walk._bitmask_kernels import MAX_LEAVES, tree_masks
 
 #: Rows whose leaf masks :func:`walk_leaf_sums` forms at a time: the bitmask walk's block

@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ._param_values import flag, number
+from .param_values import flag, number
 
 __all__ = ["OBJECTIVES", "ROLES", "Objective", "ParamRole", "Role"]
 

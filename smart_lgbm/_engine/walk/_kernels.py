@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from .._twins import row_kernel
+from ..._numba.row_kernel import row_kernel
 
 #: LightGBM's ``kZeroThreshold`` (``const double kZeroThreshold = 1e-35f``): the float32
 #: nearest 1e-35, widened to double.  Row functions drop values with ``|x|`` at most this.

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .. import _lightgbm
+from ... import _lightgbm
 from . import _encode_kernels as _ek
 from . import _kernels as _k
 from . import bitmask as _bm

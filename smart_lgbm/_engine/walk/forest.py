@@ -41,7 +41,7 @@ from collections.abc import Sequence
 import numba
 import numpy as np
 
-from .. import _lightgbm
+from ... import _lightgbm
 from . import _bitmask_kernels as _bk
 from . import _kernels as _k
 from .raw import RawFeatures

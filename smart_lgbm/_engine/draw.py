@@ -21,11 +21,11 @@ from typing import Any, cast
 
 import numpy as np
 
-from .losses.base import Loss, Target, check_float32_finite, count_nonfinite
-from .samplers import GradientHistory, Sample, Sampler, SamplingState
-from .samplers.base import ProbabilitySampler
-from .samplers.compiled import Statistics
-from .samplers.simple import Uniform
+from ..losses.base import Loss, Target, check_float32_finite, count_nonfinite
+from ..samplers import GradientHistory, Sample, Sampler, SamplingState
+from ..samplers.base import ProbabilitySampler
+from ..samplers.compiled import Statistics
+from ..samplers.simple import Uniform
 
 __all__ = ["check_sample", "draw_iteration", "draw_key", "iteration_rng", "stream_rng"]
 
@@ -64,7 +64,7 @@ _KERNELS: Any = None
 def _kernels() -> Any:
     global _KERNELS
     if _KERNELS is None:  # numba loads on first use
-        from . import _iteration_kernels as kernels
+        from . import _draw_kernels as kernels
 
         _KERNELS = kernels
     return _KERNELS
