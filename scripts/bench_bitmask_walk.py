@@ -12,7 +12,7 @@ LightGBM's subset copy and tree learner run between two walks; without it each c
 what the previous one left in cache.
 
 ``--skip 0``: no skipped rows, as the engine walks the training rows when the sample is
-small (rate 0.1 here: ``smart_lgbm.update_plan``, the sample's outputs are then not read back).
+small (rate 0.1 here: ``smart_lgbm._engine.update_plan``, the sample's outputs are then not read back).
 
 Usage: python scripts/bench_bitmask_walk.py [--repeats 9] [--threads 2] [--blocks 256,1024,4096] [--cold]
        [--skip 0.1]

@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Serial or parallel row kernels: the engine's iteration by data size, with either twin.
 
-The engine's row kernels have a serial and a parallel twin (:mod:`smart_lgbm._twins`);
+The engine's row kernels have a serial and a parallel twin (:mod:`smart_lgbm._numba.row_kernel`);
 calls over fewer than ``PARALLEL_MIN_ROWS`` rows run the serial one.  This script is where
 that threshold comes from: for each row count it trains the engine (binary,
 ``FirstOrder(rate=0.1)``, 31 leaves, synthetic dense float32 data from

@@ -2,26 +2,24 @@
 
 ``smart_lgbm.train`` is a drop-in for ``lightgbm.train`` whose tree learner sees only a
 sampled subset of rows per iteration, with importance-reweighted gradients.
+
+Importing the package defines names only; its one check raises ``ImportError`` for a
+LightGBM outside the supported range, before anything relies on LightGBM internals.
+numba's kernels load when a training first needs them.
 """
 
 from . import _lightgbm
 
-# One clear error naming the supported range, before anything relies on LightGBM internals.
 _lightgbm.check_version()
-
-from ._numba import runtime as _numba_runtime  # noqa: E402
-
-# numba's runtime from a cached object file rather than compiled by LLVM at the first kernel
-# load: about 27 MB less peak memory on small data (docs/engine.md, "Memory")
-_numba_runtime.install()
 
 from ._version import __version__  # noqa: E402
 from .callback import record_sampling  # noqa: E402
 from .engine import train  # noqa: E402
 from .exceptions import IterationNotSplitWarning, NoMoreSplitsWarning, SlowPathWarning, SmartLGBMWarning  # noqa: E402
+from .objective import SmartObjective  # noqa: E402
 from .samplers import (  # noqa: E402
-    AdaptiveRate,
     MVS,
+    AdaptiveRate,
     FirstOrder,
     Full,
     LossBased,
@@ -34,22 +32,27 @@ from .samplers import (  # noqa: E402
     WeightTrimming,
     make_sampler,
 )
+from .sklearn import SmartClassifier, SmartRanker, SmartRegressor  # noqa: E402
 
 __all__ = [
-    "AdaptiveRate",
     "MVS",
+    "AdaptiveRate",
     "FirstOrder",
     "Full",
     "IterationNotSplitWarning",
     "LossBased",
     "NoMoreSplitsWarning",
-    "SlowPathWarning",
     "ProbabilitySampler",
     "Sample",
     "Sampler",
     "SamplingState",
     "SecondOrder",
+    "SlowPathWarning",
+    "SmartClassifier",
     "SmartLGBMWarning",
+    "SmartObjective",
+    "SmartRanker",
+    "SmartRegressor",
     "Uniform",
     "WeightTrimming",
     "__version__",
@@ -57,11 +60,3 @@ __all__ = [
     "record_sampling",
     "train",
 ]
-
-from .objective import SmartObjective  # noqa: E402  (needs the engine imported above)
-
-__all__ += ["SmartObjective"]
-
-from .sklearn import SmartClassifier, SmartRanker, SmartRegressor  # noqa: E402
-
-__all__ += ["SmartClassifier", "SmartRanker", "SmartRegressor"]

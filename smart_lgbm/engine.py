@@ -1,7 +1,7 @@
 """``smart_lgbm.train``: LightGBM's training loop with a row sampler in front of the tree learner.
 
 The loop is :func:`lightgbm.train`'s (parameters, validation sets, metrics, callbacks,
-early stopping); each iteration is :meth:`smart_lgbm.boosting.BoostingRun.step`: gradients
+early stopping); each iteration is :meth:`smart_lgbm._engine.run.BoostingRun.step`: gradients
 of all rows, the sampler's sample, LightGBM's tree learner on the sampled rows only, and
 every row's score updated by a compiled walk over the raw features.  At the end the trees
 become one stock model string (the initial score folded into the first tree, the stock
@@ -10,49 +10,15 @@ become one stock model string (the initial score folded into the first tree, the
 
 from __future__ import annotations
 
-import warnings
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from operator import attrgetter
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import lightgbm as lgb
-import numba
-import numpy as np
-from lightgbm import callback as lgb_callback
 
-from . import _lightgbm
-from ._engine.run import BoostingRun, ScoredSet
-from .distributed import current_worker
-from ._engine.data import prepare_train, prepare_valid
-from .exceptions import IterationNotSplitWarning, NoMoreSplitsWarning
-from .metrics import Evaluator
-from ._engine.params import dataset_params, make_config, refuse_for_sampler, training_data_params
-from .samplers import Sampler, make_sampler
+from . import _engine
+from .samplers import Sampler
 
 __all__ = ["train"]
-
-
-@contextmanager
-def _numba_threads(num_threads: int) -> Iterator[None]:
-    """numba's thread count for the run's compiled kernels: LightGBM's ``num_threads``
-    (0 or less: all of numba's threads, as OpenMP's default), restored afterwards."""
-    before = numba.get_num_threads()
-    limit = numba.config.NUMBA_NUM_THREADS  # type: ignore[attr-defined]  # set from the environment
-    numba.set_num_threads(min(num_threads, limit) if num_threads > 0 else limit)
-    try:
-        yield
-    finally:
-        numba.set_num_threads(before)
-
-
-def _feval_results(feval: Any, preds: np.ndarray, dataset: lgb.Dataset) -> list[tuple[str, float, bool]]:
-    out = []
-    for fn in feval if isinstance(feval, (list, tuple)) else [feval]:
-        res = fn(preds, dataset)
-        for name, value, higher in res if isinstance(res, list) else [res]:
-            out.append((name, float(value), bool(higher)))
-    return out
 
 
 def train(
@@ -99,152 +65,4 @@ def train(
     lightgbm.Booster
         A stock model: saves, loads and predicts like one trained by ``lightgbm.train``.
     """
-    _lightgbm.check_version()
-    cfg = make_config(params, num_boost_round)
-    worker = current_worker()  # a machine of a distributed run (smart_lgbm.distributed), or None
-    if worker is None and ("machines" in cfg.params or int(cfg.params.get("num_machines", 1)) > 1):
-        raise ValueError(
-            "machines / num_machines > 1: smart_lgbm.train does not join LightGBM's network itself; train on "
-            "several machines with smart_lgbm.dask (or inside smart_lgbm.distributed.on_network)")
-    sampler = make_sampler(sampler)
-    refuse_for_sampler(cfg.params, sampler)
-    if isinstance(train_set, lgb.Dataset) and _lightgbm.has_positions(train_set):
-        # LightGBM >= 4.1 learns a bias per position (rank_objective.hpp's
-        # UpdatePositionBiasFactors) and fits the gradients of the debiased scores; the
-        # engine's lambdarank does not, so it would silently train the plain model.
-        raise ValueError(
-            "train_set has position= (position-debiased lambdarank) which smart_lgbm.train does not implement; "
-            "train it with stock lightgbm.train, or build the Dataset without position")
-    ds_params = dataset_params(params)
-    train_data = prepare_train(train_set, cfg.loss, ds_params)
-
-    if isinstance(valid_sets, lgb.Dataset):
-        valid_sets = [valid_sets]
-    if isinstance(valid_names, str):
-        valid_names = [valid_names]
-    # (name, position in the run's validation sets); None stands for the training set
-    eval_sets: list[tuple[str, int | None]] = []
-    train_name = "training"
-    valids = []
-    for i, valid in enumerate(valid_sets or []):
-        name = valid_names[i] if valid_names is not None and len(valid_names) > i else None
-        if valid is train_set:
-            train_name = name or "training"
-            eval_sets.append((train_name, None))
-            continue
-        valids.append(prepare_valid(valid, name or f"valid_{i}", train_data, cfg.loss, ds_params))
-        if valids[-1].num_rows == 0:
-            # LightGBM refuses an empty Dataset (dataset.cpp: num_data > 0); every metric
-            # of it would be NaN or fail, and early stopping would act on that
-            raise ValueError(f"validation set {valids[-1].name!r} has no rows; give each of valid_sets at least one row")
-        eval_sets.append((valids[-1].name, len(valids) - 1))
-    evaluator = cfg.evaluator
-    evaluator.check(train_data.target)  # as LightGBM, which checks every metric on the training data
-    metric_names = evaluator.names
-
-    with _numba_threads(int(cfg.tree_params.get("num_threads", 0))):
-        run = BoostingRun(cfg, sampler, train_data, valids, stream=None if worker is None else worker.rank,
-                          initial_score=None if worker is None else worker.initial_score)
-        try:
-            return _train_loop(run, cfg, evaluator, eval_sets, train_set, train_name, metric_names, feval, callbacks,
-                               ds_params)
-        finally:
-            run.fitter.free()  # the C Booster's memory, also on early stopping and Ctrl-C
-
-
-def _train_loop(run: BoostingRun, cfg: Any, evaluator: Evaluator, eval_sets: list[tuple[str, int | None]],
-                train_set: lgb.Dataset, train_name: str, metric_names: list[str], feval: Any,
-                callbacks: list[Callable] | None, ds_params: dict[str, Any]) -> lgb.Booster:
-    """``lightgbm.train``'s loop around :meth:`BoostingRun.step`; returns the stock model."""
-
-    def scored(position: int | None) -> ScoredSet:
-        return run.train if position is None else run.valids[position]
-
-    def evaluate_set(name: str, position: int | None, fevals: Any) -> list:
-        data = scored(position)
-        raw = run.view(data.scores)
-        scores = [_lightgbm.evaluation_result(name, m, v, h) for m, v, h in evaluator.evaluate(raw, data.data.target)]
-        if fevals is not None:
-            scores += [_lightgbm.evaluation_result(name, m, v, h)
-                       for m, v, h in _feval_results(fevals, cfg.loss.transform(raw), feval_dataset(position))]
-        return scores
-
-    feval_datasets: dict[int | None, lgb.Dataset] = {}
-
-    def feval_dataset(position: int | None) -> lgb.Dataset:
-        """What lightgbm.train hands feval: a constructed Dataset (built once, only if asked)."""
-        if position not in feval_datasets:
-            source = train_set if position is None else run.valids[position].data.source
-            reference = None if position is None else feval_dataset(None)
-            feval_datasets[position] = _lightgbm.constructed_like(source, ds_params, reference)
-        return feval_datasets[position]
-
-    def evaluate_for_model(which: Any, fevals: Any) -> list:
-        """``env.model.eval_train / eval_valid / eval`` on the engine's current scores."""
-        if which is None or which is train_set:
-            return evaluate_set(train_name, None, fevals)
-        chosen = [(name, pos) for name, pos in eval_sets
-                  if pos is not None and (which == "valid" or run.valids[pos].data.source is which)]
-        if which != "valid" and not chosen:
-            raise ValueError("env.model.eval during smart_lgbm.train evaluates only the training set and the "
-                             "validation sets given to smart_lgbm.train")
-        return [score for name, pos in chosen for score in evaluate_set(name, pos, fevals)]
-
-    model = _lightgbm.CallbackModel(lambda: (len(run.trees), run.model_string(metric=metric_names)),
-                                    run.reset_parameter, evaluate_for_model, train_name,
-                                    run.train.data.pandas_categorical)
-    model.params = cfg.params
-
-    callbacks_set = set()
-    callback_list = list(callbacks or [])
-    for i, cb in enumerate(callback_list):
-        cb.__dict__.setdefault("order", i - len(callback_list))
-        callbacks_set.add(cb)
-    if cfg.early_stopping_round is not None:
-        callbacks_set.add(lgb.early_stopping(cfg.early_stopping_round, first_metric_only=cfg.first_metric_only,
-                                             min_delta=cfg.early_stopping_min_delta, verbose=cfg.verbosity > 0))
-    before = sorted((cb for cb in callbacks_set if getattr(cb, "before_iteration", False)), key=attrgetter("order"))
-    after = sorted((cb for cb in callbacks_set if not getattr(cb, "before_iteration", False)), key=attrgetter("order"))
-
-    results: list = []
-    best_iteration = 0
-    trees_after: list[int] = []  # number of trees in the model after each iteration
-    for it in range(cfg.num_rounds):
-        env_args = dict(model=model, params=cfg.params, iteration=it, begin_iteration=0, end_iteration=cfg.num_rounds)
-        for cb in before:
-            cb(lgb_callback.CallbackEnv(**env_args, evaluation_result_list=None))
-        record = run.step(it)
-        if record["num_trees"] == 0 and run.trees and it > 0:
-            if run.will_repeat():
-                # Nothing random would change: every later iteration would be this one again.
-                warnings.warn("Stopped training because there are no more leaves that meet the split "
-                              "requirements", NoMoreSplitsWarning, stacklevel=3)
-                break
-            warnings.warn("an iteration's sample could not be split (no leaf meets the split requirements); "
-                          "no tree was added and training goes on with the next sample, as LightGBM's "
-                          "bagging does", IterationNotSplitWarning, stacklevel=3)
-        trees_after.append(len(run.trees))
-        model.last_record = record
-        results = [score for name, position in eval_sets for score in evaluate_set(name, position, feval)]
-        # what an adaptive rate's plateau rule judges by (samplers/adaptive.py): the validation sets' scores
-        run.history.validation = [score for score in results if score[0] != train_name]
-        try:
-            for cb in after:
-                cb(lgb_callback.CallbackEnv(**env_args, evaluation_result_list=results))
-        except lgb_callback.EarlyStopException as exc:
-            best_iteration = exc.best_iteration + 1
-            results = exc.best_score
-            break
-    data_params = training_data_params(train_set, run.train.data.reference)
-    # The run's training structures go before the final model's parameters, text and load:
-    # the process's peak on small data comes there (docs/engine.md, "Memory")
-    run.release_training()
-    parameters = _lightgbm.set_parameter_line(run.fitter.parameters_section(cfg.model_params(data_params)), "verbosity",
-                                              str(cfg.verbosity))
-    model_text = run.model_string(trees_after[best_iteration - 1] if best_iteration else None, parameters,
-                                  metric_names)
-    booster = lgb.Booster(model_str=model_text)
-    booster.set_train_data_name(train_name)
-    booster.best_iteration = best_iteration
-    booster.best_score = _lightgbm.best_score_of(results)
-    return booster
+    return _engine.train(params, train_set, num_boost_round, sampler, valid_sets, valid_names, feval, callbacks)

@@ -1,4 +1,4 @@
-"""Numba kernel of :func:`smart_lgbm.iteration.check_sample`'s common case, in one pass.
+"""Numba kernel of :func:`smart_lgbm._engine.draw.check_sample`'s common case, in one pass.
 
 Every iteration's sample is checked (sorted, unique and in range indices; finite gradients
 and hessians).  With numpy that is four vectorised passes, each with its temporary array
@@ -21,7 +21,7 @@ def plain_sample(indices, n, grad, hess):
     value of ``grad`` and ``hess`` (float32, one dimension, as long) is finite.
 
     Counts without an early exit, so that the loops vectorise; a float32 that is finite is
-    within float32's range, which is all :func:`smart_lgbm.iteration.check_sample` asks of it.
+    within float32's range, which is all :func:`smart_lgbm._engine.draw.check_sample` asks of it.
     """
     m = indices.shape[0]
     bad = 0
@@ -94,7 +94,7 @@ def _pcg_step(shi, slo, ihi, ilo):
 def draw_key(words, n_words):
     """The first 64-bit output of numpy's ``PCG64(SeedSequence(...))`` whose assembled
     entropy is ``words[:n_words]`` (uint32 values held in uint64; see
-    :func:`smart_lgbm.iteration.draw_key`)."""
+    :func:`smart_lgbm._engine.draw.draw_key`)."""
     pool = np.zeros(4, np.uint64)
     h = _INIT_A
     for i in range(4):

@@ -1,44 +1,41 @@
-"""Numba kernels of the fused pass (:mod:`smart_lgbm.fused`): after the walk, one sweep
-that leaves the next iteration's gradients and rate-solve statistics ready
-(:func:`one_column` for binary and L2, :func:`gradients_statistics` for multiclass).
+"""Numba kernels of the gradient sweep (:mod:`.sweep`): after the walk, one sweep that leaves
+the next iteration's gradients and rate-solve statistics ready (:func:`one_column` for binary
+and L2, :func:`gradients_statistics` for multiclass).
 
-Private module: the kernels trust their inputs (checked by :class:`smart_lgbm.fused.FusedPass`)
+Private module: the kernels trust their inputs (checked by :class:`.sweep.GradientSweep`)
 and run without bounds checks.
 
-The walk itself is :func:`smart_lgbm.walk.add_coded_outputs` (the bitmask walk for trees of
-at most 64 leaves, else :func:`smart_lgbm.walk._kernels.walk_codes`), called just before: the
-lockstep loop written in this kernel, before the gradients of the same block, ran
-twice as slow (development run, 1M x 28 at one thread: 45-48 ms against 22-27 ms; also as
-a called function or as a second parallel loop, which numba fuses with the first), and the
-gradients are bound by ``exp``, not by reading the scores again.  The bitmask walk in the
-same loop (tried: rows split in runs of walk blocks, each ``BLOCK`` walked, then its
-``g, h``) gained nothing either (development run, 400,000 x 60, one thread, CPU time: walk
-then gradients 2.56 ms, in one loop 2.54 ms), and with the grouped statistics below it
-lost (the walk's code reads evict a group's ``g, h`` before they are scanned: 3.3 ms
-against 2.7 ms for the walk and :func:`one_column` apart).
+The walk itself is :func:`smart_lgbm._engine.walk.add_coded_outputs` (the bitmask walk for
+trees of at most 64 leaves, else the lockstep walk), called just before and not written
+into the same loop: there the lockstep walk runs about twice as slow (also as a called
+function, or as a second parallel loop, which numba fuses with the first); the bitmask
+walk gains nothing, and with the grouped statistics below it loses (the walk's code reads
+evict a group's ``g, h`` before they are scanned); and the gradients are bound by ``exp``,
+not by reading the scores again.
 
 For each block of ``BLOCK`` rows (the samplers' reduction block,
-:data:`smart_lgbm.samplers._kernels.BLOCK`), in parallel over runs of blocks (one run per
-thread; :func:`one_column` forms four blocks' SCAN statistics side by side):
+:data:`smart_lgbm._numba.kernel_constants.BLOCK`), in parallel over runs of blocks (one run
+per thread; :func:`one_column` forms four blocks' SCAN statistics side by side):
 
 1. compute every row's float32 ``g`` and ``h`` at the new scores (the built-in losses'
    row functions of :mod:`smart_lgbm.losses._kernels`, so the same bits as their own
    kernels; the binary label read as one signed byte per row);
-2. while they are in cache, fold each row's importance into the block's statistics the next rate solve reads: the
-   largest, positive and bad counts and plain sum of :func:`smart_lgbm.samplers._kernels.scan`
-   (FirstOrder, SecondOrder), or the sums of MVS's automatic lambda
-   (:func:`smart_lgbm.samplers._kernels.norm_sums`), each in row order within the block,
-   exactly as those kernels form them.
+2. while they are in cache, fold each row's importance into the block's statistics the
+   next rate solve reads: the largest, positive and bad counts and plain sum of the
+   samplers' scan (:func:`smart_lgbm.samplers._rate_solve_kernels.scan`; FirstOrder,
+   SecondOrder), or the sums of MVS's automatic lambda
+   (:func:`smart_lgbm.samplers._importance_kernels.norm_sums`), each in row order within
+   the block, exactly as those kernels form them.
 
 Every row's values depend on that row only and every block's statistics on its own rows
 in row order: the results do not depend on the number of threads.
 
-A leaf refit (:mod:`smart_lgbm.refit`) ends the iteration without a walk: every training
-row's leaf is known and the new outputs are ``values[k, leaf]``.  Its variants
+A leaf refit (:mod:`.refit`) ends the iteration without a walk: every training row's leaf
+is known and the new outputs are ``values[k, leaf]``.  Its variants
 (:func:`one_column_by_leaf`, :func:`gradients_statistics_by_leaf`) add them to each block's
-scores (one double add per row and tree, as :func:`smart_lgbm._refit_kernels.add_by_leaf`
-does) just before step 1 reads them: the scores are read and written once, not once by the
-add and again by the sweep.
+scores (one double add per row and tree, as :func:`._refit_kernels.add_by_leaf` does) just
+before step 1 reads them: the scores are read and written once, not once by the add and
+again by the sweep.
 """
 
 from __future__ import annotations
@@ -49,24 +46,14 @@ from numba import njit, prange
 
 from .._numba.row_kernel import row_kernel
 
-from ..losses._exp_kernels import in_fast_range, libm_is_reproduced
-from ..losses._kernels import binary_row, binary_row_fast, l2_row, softmax_row
-from ..samplers._kernels import (
-    BLOCK,
-    _any_kind,
-    _clean_row,
-    _scan_exact,
-    _scanned,
-    _value_at,
-    norm_row,
-    scan_row,
-    scan_values,
-)
-from ..samplers.compiled import FIRST
-from ..samplers.compiled import STATS_NORMS as NORMS
-from ..samplers.compiled import STATS_SCAN as SCAN
+from ..losses._exp_kernels import libm_is_reproduced
+from ..losses._kernels import binary_rows_fast, binary_store, l2_row, softmax_row
+from .._numba.kernel_constants import BLOCK, FIRST
+from .._numba.kernel_constants import STATS_NORMS as NORMS
+from .._numba.kernel_constants import STATS_SCAN as SCAN
+from ..samplers._importance_kernels import _any_kind, _clean_row, _scan_exact, _scanned, _value_at, norm_row, scan_row, scan_values
 
-#: Losses the pass computes (``loss`` argument; :data:`smart_lgbm.fused.LOSSES`).
+#: Losses the pass computes (``loss`` argument; :data:`smart_lgbm._engine.sweep.LOSSES`).
 BINARY, L2, SOFTMAX = 0, 1, 2
 
 _EMPTY = np.empty(0)
@@ -100,7 +87,7 @@ def _block_statistics(b, n, grad, hess, stats, kind, bmax, bpos, bbad, bsum, nor
 @njit(cache=True, inline="always")
 def _add_by_leaf(out, lo, hi, leaves, values):
     """``out[i, k] += values[k, leaves[i, k]]`` for the rows ``lo .. hi - 1``: a leaf
-    refit's new outputs (:func:`smart_lgbm._refit_kernels.add_by_leaf`'s adds, row by row),
+    refit's new outputs (:func:`smart_lgbm._engine._refit_kernels.add_by_leaf`'s adds, row by row),
     added to a block's scores just before its gradients read them."""
     for i in range(lo, hi):
         for k in range(out.shape[1]):
@@ -155,18 +142,11 @@ def gradients_statistics_by_leaf(n, out, leaves, values, cls, weight, factor, gr
 
 @njit(cache=True, inline="always")
 def _one_column_row(loss, i, raw, sign, label, weight, weighted, param, grad, hess):
-    """Row ``i``'s float32 ``g, h`` (binary or L2), stored and returned."""
+    """Row ``i``'s float32 ``g, h`` (binary or L2), stored."""
     if loss == BINARY:
-        g, h = binary_row(1.0 if sign[i] > 0 else -1.0, param, raw[i])
-        if weighted:
-            grad[i] = g * weight[i]
-            hess[i] = h * weight[i]
-        else:
-            grad[i] = g
-            hess[i] = h
+        binary_store(i, sign, param, raw, weight, weighted, grad, hess)
     else:
         l2_row(raw[i], label[i], weight, weighted, i, grad, hess)
-    return grad[i], hess[i]
 
 
 def threads() -> int:
@@ -222,28 +202,6 @@ def _settle(vb, absolute, b, mx, pos, nonzero, acc, bmax, bpos, bbad, bsum):
 
 
 @njit(cache=True, inline="always")
-def _binary_fast(m, r, sg, w, weighted, param, gg, hh):
-    """The binary rows of :func:`_one_column_row` (block views indexed from 0) with the
-    vectorising ``exp`` (:mod:`smart_lgbm.losses._exp_kernels`); rows whose ``exp`` argument
-    is outside its fast range (none, usually) are then computed again by
-    :func:`_one_column_row`, with ``math.exp``: the same bits for every row."""
-    slow = 0
-    for j in range(m):
-        g, h, fast = binary_row_fast(1.0 if sg[j] > 0 else -1.0, param, r[j])
-        slow += np.int64(not fast)
-        if weighted:
-            gg[j] = g * w[j]
-            hh[j] = h * w[j]
-        else:
-            gg[j] = g
-            hh[j] = h
-    if slow:
-        for j in range(m):
-            if not in_fast_range((1.0 if sg[j] > 0 else -1.0) * param * r[j]):
-                _one_column_row(BINARY, j, r, sg, _EMPTY, w, weighted, param, gg, hh)
-
-
-@njit(cache=True, inline="always")
 def _one_column_block(b, n, raw, leaves, values, by_leaf, loss, sign, label, weight, weighted, param, grad, hess,
                       stats, kind, bmax, bpos, bbad, bsum, norms, scan_later, fast_exp):
     """Block ``b``'s ``g, h`` (its scores first updated by leaf when ``by_leaf``); its
@@ -263,7 +221,7 @@ def _one_column_block(b, n, raw, leaves, values, by_leaf, loss, sign, label, wei
     gg = grad[lo:hi]
     hh = hess[lo:hi]
     if loss == BINARY and fast_exp:
-        _binary_fast(m, r, sg, w, weighted, param, gg, hh)
+        binary_rows_fast(m, r, sg, w, weighted, param, gg, hh)
     else:
         for j in range(m):
             _one_column_row(loss, j, r, sg, lab, w, weighted, param, gg, hh)
@@ -291,21 +249,19 @@ def one_column(n, raw, loss, sign, label, weight, param, grad, hess, stats, kind
     empty, ``param`` the sigmoid; the statistics as in :func:`gradients_statistics`;
     ``threads`` numba's number of threads (``numba.get_num_threads()``, passed in: read
     inside, it keeps numba from caching the kernel); ``fast_exp`` (:func:`fast_exp`): the
-    binary rows take the vectorising ``exp`` (:func:`_binary_fast`: the same bits, a third
-    of the sweep's time or less, development run, 400,000 rows, one thread), else
-    ``math.exp`` row by row.  Compiled with numba's ``numpy`` error model: its division
+    binary rows take the vectorising ``exp``
+    (:func:`~smart_lgbm.losses._kernels.binary_rows_fast`: the same bits, a third of the
+    sweep's time or less), else ``math.exp`` row by row.  Compiled with numba's ``numpy`` error model: its division
     check kept the row loop from vectorising (the divisions here are by ``1 + exp``, never 0).
 
     Each of ``threads`` runs takes one contiguous run of blocks (the split prange makes of the blocks)
     and goes through it ``GROUP`` blocks at a time: the ``g, h`` of each block, then the
     SCAN statistics of the group's blocks side by side (:func:`_scan_group`: a fifth less
-    time for the whole sweep, development run, 400,000 rows, one thread, 2.0 -> 1.7 ms),
-    from the values still in cache (a group's float32 ``g, h`` take 512 KB).  Every block's
+    time for the whole sweep), from the values still in cache (a group's float32 ``g, h`` take 512 KB).  Every block's
     values are those of its own rows in row order, whichever thread forms them.
 
     Each block works on views of its own rows indexed from 0: indexed from the block's
-    first row, the same loop cost 60% more than the losses' own kernel (development run,
-    1M rows, one thread, CPU time: 5.9 ms against 3.7 ms; 3.7 ms with the views).
+    first row, the same loop costs more than half as much again.
     """
     nb = (n + BLOCK - 1) // BLOCK
     nt = max(1, min(threads, nb))
@@ -344,7 +300,7 @@ def _one_column_run(t, nt, nb, n, raw, leaves, values, by_leaf, loss, sign, labe
             _one_column_block(b, n, raw, leaves, values, by_leaf, loss, sign, label, weight, weighted, param, grad,
                               hess, stats, kind, bmax, bpos, bbad, bsum, norms, together, fast_exp)
         # (``absolute`` a constant in each call: as a run-time flag the select in every
-        # row's read cost the group most of what it saves, development run)
+        # row's read costs the group most of what it saves)
         if together and kind == FIRST:
             _scan_group(grad, q, True, bmax, bpos, bbad, bsum)
         elif together:

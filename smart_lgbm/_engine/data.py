@@ -6,7 +6,7 @@ output to every row's tracked score:
 
 * the **training set** always gets binned rows for LightGBM's tree learner (each sample
   is a subset of them); its scores are updated by the compiled walk over the caller's raw
-  features (:mod:`smart_lgbm.walk`) where those are in memory;
+  features (:mod:`smart_lgbm._engine.walk`) where those are in memory;
 * a **validation set** whose raw features are in memory is never binned at all: the walk
   reads them directly.  Only one without raw features (a file, a constructed Dataset whose
   raw data was freed) gets binned rows, read through LightGBM's binned predictor (slower;
@@ -35,7 +35,7 @@ import numpy as np
 
 from .. import _lightgbm
 from ..losses.base import Loss, Target, check_finite
-from .params import dataset_params
+from .config import RunConfig
 from .walk import RawFeatures
 
 _UNSET: Any = object()
@@ -281,7 +281,7 @@ class _Binned:
     reference: lgb.Dataset
 
 
-def _bin(dataset: lgb.Dataset, what: str, params: dict[str, Any], reference: lgb.Dataset | None = None) -> _Binned:
+def _bin(dataset: lgb.Dataset, what: str, config: RunConfig, reference: lgb.Dataset | None = None) -> _Binned:
     """Binned rows of ``dataset`` with its fields, never constructing or changing it.
 
     ``reference`` (validation sets) gives the bin mappers; the training set finds its own.
@@ -289,7 +289,7 @@ def _bin(dataset: lgb.Dataset, what: str, params: dict[str, Any], reference: lgb
     if _is_unconstructed_subset(dataset):
         rows = _subset_rows(dataset)
         assert dataset.reference is not None  # LightGBM's subset() sets its parent as reference
-        parent = _bin(dataset.reference, what, params, reference)
+        parent = _bin(dataset.reference, what, config, reference)
         subset = _lightgbm.SubsetHandle(parent.handle, rows, "")
         n_parent = _lightgbm.num_rows(parent.handle)
         parent_raw = parent.raw_source
@@ -299,11 +299,11 @@ def _bin(dataset: lgb.Dataset, what: str, params: dict[str, Any], reference: lgb
             None if parent_raw is None else (lambda: _take(parent_raw(), rows)), parent.reference,
         )
     user_handle = _lightgbm.handle_of(dataset)
-    ds_params = dataset_params({**(dataset.params or {}), **params})
+    ds_params = config.binning_params(dataset.params)
     if user_handle is not None:
         # As lightgbm.train: binning parameters that differ from the constructed Dataset's
         # are refused once its raw data is gone, and bin the raw data anew while it is kept.
-        conflict = _lightgbm.dataset_params_conflict(dataset.params or {}, dataset_params(params))
+        conflict = _lightgbm.dataset_params_conflict(dataset.params or {}, dict(config.dataset_params))
         if conflict is None:
             return _Binned(user_handle, _fields_from_handle(dataset), [], False, dataset.pandas_categorical,
                            _raw_source(dataset.data, dataset.pandas_categorical), dataset)
@@ -343,14 +343,14 @@ def _take(raw: RawFeatures | None, rows: np.ndarray) -> RawFeatures | None:
 # --------------------------------------------------------------------------- the sets
 
 
-def prepare_train(train_set: lgb.Dataset, loss: Loss, params: dict[str, Any]) -> EngineSet:
+def prepare_train(train_set: lgb.Dataset, config: RunConfig) -> EngineSet:
     """The engine's training set: binned rows for the tree learner, target, raw features."""
     if not isinstance(train_set, lgb.Dataset):
         raise TypeError(f"train_set must be a lightgbm.Dataset, got {type(train_set).__name__}")
-    binned = _bin(train_set, "train_set", params)
+    binned = _bin(train_set, "train_set", config)
     handle, keep = binned.handle, list(binned.keep)
     n = _lightgbm.num_rows(handle)
-    target, init = _target_and_scores("train_set", binned.fields, n, loss)
+    target, init = _target_and_scores("train_set", binned.fields, n, config.loss)
     native_init = None
     if _lightgbm.has_group(handle) or (binned.owned and _lightgbm.has_init_score(handle)):
         if not binned.owned:
@@ -366,8 +366,7 @@ def prepare_train(train_set: lgb.Dataset, loss: Loss, params: dict[str, Any]) ->
                      binned.pandas_categorical, binned.raw_source)
 
 
-def prepare_valid(valid_set: lgb.Dataset, name: str, train: EngineSet, loss: Loss,
-                  params: dict[str, Any]) -> EngineSet:
+def prepare_valid(valid_set: lgb.Dataset, name: str, train: EngineSet, config: RunConfig) -> EngineSet:
     """A validation set: its raw features for the walk, or else rows binned like the training set's."""
     if not isinstance(valid_set, lgb.Dataset):
         raise TypeError(f"valid_sets must hold lightgbm.Dataset objects, got {type(valid_set).__name__}")
@@ -379,13 +378,13 @@ def prepare_valid(valid_set: lgb.Dataset, name: str, train: EngineSet, loss: Los
     if raw is not None:
         if raw.num_features != num_features:
             raise ValueError(f"{what} has {raw.num_features} features but the training data has {num_features}")
-        target, init = _target_and_scores(what, fields, raw.num_rows, loss)
+        target, init = _target_and_scores(what, fields, raw.num_rows, config.loss)
         out = EngineSet(name, target, init, valid_set)
         out._raw = raw
         return out
-    binned = _bin(valid_set, what, params, reference=train.reference)
+    binned = _bin(valid_set, what, config, reference=train.reference)
     n = _lightgbm.num_rows(binned.handle)
-    target, init = _target_and_scores(what, binned.fields, n, loss)
+    target, init = _target_and_scores(what, binned.fields, n, config.loss)
     native = init.T.reshape(-1) if init is not None and _lightgbm.has_init_score(binned.handle) else None
     return EngineSet(name, target, init, valid_set, binned.handle, native, binned.keep)
 

@@ -1,33 +1,33 @@
-"""One iteration's draw, the same for every way of training: gradients, sample, checks, history.
+"""One iteration's draw, the same for every way of training: sample, checks, history.
 
-:func:`draw_iteration` is the one place that turns the current raw scores into the rows
-and fitting gradients of an iteration.  Its callers:
+:func:`draw_iteration` is the one place that turns an iteration's gradients of every row
+into the rows and fitting gradients the tree is fitted on.  Its callers:
 
-* the engine (:meth:`smart_lgbm.boosting.BoostingRun.step`), on one machine and on every
+* the engine (:meth:`smart_lgbm._engine.run.BoostingRun.step`), on one machine and on every
   machine of a distributed run (:mod:`smart_lgbm.dask` runs the engine on each worker,
   with the worker's rank as its sampling stream);
 * :class:`smart_lgbm.SmartObjective`, the custom objective for stock ``lightgbm.train``,
   ``lightgbm.cv``, LightGBM's scikit-learn estimators and ``lightgbm.dask``.
 
-So every path computes the same float32 gradients, draws with the same per-iteration
-random generator (:func:`stream_rng`: same seed, iteration and stream, same sample), keeps
-the same gradient history and refuses the same malformed samples (:func:`check_sample`)
-with the same message, naming the sampler.
+Both compute the same float32 gradients (the loss's, or the run's gradient sweep's: the
+same bits), so every path draws with the same per-iteration random generator
+(:func:`stream_rng`: same seed, iteration and stream, same sample), keeps the same gradient
+history and refuses the same malformed samples (:func:`check_sample`) with the same
+message, naming the sampler.
 """
 
 from __future__ import annotations
 
-from typing import Any, cast
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from ..losses.base import Loss, Target, check_float32_finite, count_nonfinite
-from ..samplers import GradientHistory, Sample, Sampler, SamplingState
-from ..samplers.base import ProbabilitySampler
-from ..samplers.compiled import Statistics
-from ..samplers.simple import Uniform
+from ..samplers import GradientHistory, RunContext, Sample, Sampler, SamplingState
+from ..samplers.rate_solve import Statistics
 
-__all__ = ["check_sample", "draw_iteration", "draw_key", "iteration_rng", "stream_rng"]
+__all__ = ["Gradients", "check_sample", "draw_iteration", "draw_key", "iteration_rng", "stream_rng"]
 
 
 def iteration_rng(seed: int, iteration: int) -> np.random.Generator:
@@ -49,13 +49,6 @@ def stream_rng(seed: int, iteration: int, stream: int | None) -> np.random.Gener
     if stream is None:
         return iteration_rng(seed, iteration)
     return np.random.Generator(np.random.PCG64(np.random.SeedSequence([seed, iteration], spawn_key=(stream,))))
-
-
-#: The built-in ``sample`` methods that take one 64-bit key from their ``rng`` and nothing else
-#: (:func:`smart_lgbm.samplers.compiled.draw_sample`): :func:`draw_iteration` hands them
-#: ``state.draw_key`` (:func:`draw_key`) and no generator.  A sampler class that overrides
-#: ``sample`` gets the generator, whatever it inherits from.
-_KEY_ONLY = frozenset({ProbabilitySampler.sample, Uniform.sample})
 
 
 _KERNELS: Any = None
@@ -83,12 +76,11 @@ def draw_key(seed: int, iteration: int, stream: int | None) -> np.uint64:
     """``stream_rng(seed, iteration, stream).bit_generator.random_raw()``, without the generator.
 
     The one 64-bit key the built-in samplers' draws take from the iteration's generator
-    (:func:`smart_lgbm.samplers.compiled.draw_sample`): computed by a compiled copy of
-    numpy's SeedSequence and PCG64 (``_iteration_kernels.draw_key``), the same bits.  Why:
-    building the generator (SeedSequence, PCG64, Generator) is numpy code that every
-    iteration meets with cold caches after the all-rows kernels and LightGBM's tree: about
-    0.1 ms an iteration in development runs (400,000 x 60, 2 threads; 12 us when warm),
-    against a few microseconds here.  Seeds or iterations beyond 64 bits take numpy's path.
+    (:func:`smart_lgbm.samplers.draw.draw_sample`): computed by a compiled copy of numpy's
+    SeedSequence and PCG64 (``_draw_kernels.draw_key``), the same bits.  Why: building the
+    generator (SeedSequence, PCG64, Generator) is numpy code that every iteration meets with
+    cold caches after the all-rows kernels and LightGBM's tree, many times the few
+    microseconds this takes.  Seeds or iterations beyond 64 bits take numpy's path.
     """
     if not all(0 <= v < 1 << 64 for v in (seed, iteration, 0 if stream is None else stream)):
         return np.uint64(stream_rng(seed, iteration, stream).bit_generator.random_raw())
@@ -161,15 +153,35 @@ def check_sample(sample: Any, n: int, k: int, sampler: Sampler) -> None:
         check_float32_finite(f"{'gradients' if name == 'grad' else 'hessians'} from {sampler!r}", values)
 
 
-def draw_iteration(loss: Loss, sampler: Sampler, target: Target, history: GradientHistory, raw: np.ndarray,
-                   grad: np.ndarray, hess: np.ndarray, *, iteration: int, seed: int, stream: int | None = None,
-                   gradients_ready: bool = False, statistics: Statistics | None = None) -> Sample:
-    """Draw one iteration's sample: gradients, the sampler's draw, its checks, the history.
+@dataclass(frozen=True)
+class Gradients:
+    """Every training row's float32 ``g, h`` at the run's current scores.
+
+    Attributes
+    ----------
+    grad, hess : ndarray of float32, shape (n,) or (n, K)
+        The buffers they are in (the engine reuses its own every iteration).
+    statistics : Statistics or None
+        What the run's gradient sweep (:mod:`.sweep`) gathered from them for the built-in
+        sampler's rate solve; None when the loss computed them.
+    """
+
+    grad: np.ndarray
+    hess: np.ndarray
+    statistics: Statistics | None = None
+
+
+def draw_iteration(sampler: Sampler, gradients: Gradients, *, loss: Loss, target: Target, history: GradientHistory,
+                   raw: np.ndarray, iteration: int, seed: int, stream: int | None = None,
+                   run: RunContext | None = None) -> Sample:
+    """Draw one iteration's sample from its gradients: the sampler's draw, its checks, the history.
 
     Parameters
     ----------
-    loss : Loss
     sampler : Sampler
+    gradients : Gradients
+        Every training row's ``g, h`` at ``raw``.
+    loss : Loss
     target : Target
         The training rows' labels, weights and groups.
     history : GradientHistory
@@ -177,34 +189,30 @@ def draw_iteration(loss: Loss, sampler: Sampler, target: Target, history: Gradie
         (the sampler sees the earlier iterations' only).
     raw : ndarray of float64, shape (n,) or (n, K)
         The training rows' raw scores (initial score included).
-    grad, hess : ndarray of float32, C-contiguous, same shape as ``raw``
-        Buffers the loss writes ``g, h`` into (the engine reuses its own every iteration).
     iteration : int
         0-based boosting iteration; with ``seed`` and ``stream`` it seeds the draw.
     seed : int
     stream : int or None, default=None
         Sampling stream (:func:`stream_rng`).
-    gradients_ready : bool, default=False
-        True when ``grad, hess`` already hold the gradients at ``raw`` (the engine's fused
-        pass computed them with the previous iteration's walk): the loss is not called.
-    statistics : smart_lgbm.samplers.compiled.Statistics, optional
-        What the fused pass gathered for the built-in sampler's rate solve (only with
-        ``gradients_ready``).
+    run : RunContext, optional
+        The run's context for the sampler (its per-run state, validation scores, the
+        machines' ``allgather``).
 
     Returns
     -------
     Sample
         Checked by :func:`check_sample`.
+
+    Notes
+    -----
+    A sampler that declares :attr:`~smart_lgbm.samplers.Sampler.draws_from_key` gets the
+    iteration generator's one key (:func:`draw_key`) in ``state.draw_key`` and no generator;
+    every other sampler gets the generator.
     """
-    if not gradients_ready:
-        loss.compute_gradients(raw, target, grad, hess)
-    state = SamplingState(iteration, grad, hess, raw, loss, target, history)
-    state.statistics = statistics
-    if type(sampler).sample in _KEY_ONLY:  # a built-in draw: the generator's one key, no generator
-        state.draw_key = draw_key(seed, iteration, stream)
-        sample = cast("ProbabilitySampler | Uniform", sampler).sample(state, None)
-    else:
-        sample = sampler.sample(state, stream_rng(seed, iteration, stream))
+    key = draw_key(seed, iteration, stream) if sampler.draws_from_key else None
+    state = SamplingState(iteration, gradients.grad, gradients.hess, raw, loss, target, history, run=run,
+                          draw_key=key, statistics=gradients.statistics)
+    sample = sampler.sample(state, None if key is not None else stream_rng(seed, iteration, stream))
     check_sample(sample, target.num_rows, loss.num_model_per_iteration, sampler)
-    history.push_gradient(grad)
+    history.push_gradient(gradients.grad)
     return sample

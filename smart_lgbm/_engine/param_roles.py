@@ -4,12 +4,13 @@ A LightGBM parameter not in :data:`ROLES` goes, as given, to the tree-fitting Bo
 the engine's internal Datasets); the rows below say, for the others, who reads them, whether a
 run may change them, whether they reach the Datasets and the saved model's ``parameters:``
 section, how the tree learner's seeds are re-derived, and why a comparison config refuses them.
-:mod:`smart_lgbm.params`, :mod:`smart_lgbm.boosting` and :mod:`smart_lgbm.compare.config` use
-the lists derived at the bottom; none of them writes a parameter name list of its own.
+The run's configuration (:mod:`.config`, :mod:`.params`, :mod:`.metric_params`) and the
+comparison configs (:mod:`smart_lgbm.compare.config`) use the lists derived at the bottom;
+none of them writes a parameter name list of its own.
 
 Names are LightGBM's main names: the engine resolves aliases first
-(:func:`smart_lgbm.params.canonicalize`); ``tests/test_param_coverage.py`` checks that every
-name here is one, and walks LightGBM's whole parameter list against the engine.
+(:func:`.params.canonicalize`); ``tests/test_param_coverage.py`` checks that every name here
+is one, and walks LightGBM's whole parameter list against the engine.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ __all__ = ["OBJECTIVES", "ROLES", "Objective", "ParamRole", "Role"]
 class Role(enum.Enum):
     """Who reads a parameter."""
 
-    #: the loss (:func:`smart_lgbm.params.resolve_loss`): fixed for a run
+    #: the loss (:func:`smart_lgbm._engine.params.resolve_loss`): fixed for a run
     LOSS = "loss"
     #: the metrics (:class:`smart_lgbm.metrics.Evaluator`): fixed for a run
     METRIC = "metric"
@@ -59,7 +60,7 @@ class ParamRole:
         (``objective`` and ``metric``, written with the model; ``verbosity``, -1: quiet).
     tree_seed : int or None
         For a seed of the tree learner's draws: the tag of its per-iteration stream
-        (:meth:`smart_lgbm.params.EngineConfig.booster_params`; changing it changes models).
+        (:meth:`smart_lgbm._engine.config.RunConfig.booster_params`; changing it changes models).
     random : callable or None
         For a tree parameter: ``random(params, name)`` says whether its value in ``params``
         makes the tree learner draw random numbers (then each iteration's Booster gets its
@@ -86,59 +87,60 @@ def _set(params: Mapping[str, Any], name: str) -> bool:
 
 
 _METRIC_KEY = "set the experiment's 'metric' key instead (e.g. metric = \"ndcg@10\")"
-_L, _M, _R, _S, _T = Role.LOSS, Role.METRIC, Role.RUN, Role.SEED, Role.TREE
 
 #: LightGBM main parameter name -> what the engine does with it.
 ROLES: dict[str, ParamRole] = {
     # the loss
-    "objective": ParamRole(_L, "the loss (a LightGBM name or a Loss)", dataset=False, model=False),
-    "boost_from_average": ParamRole(_L, "the loss's initial score"),
-    "sigmoid": ParamRole(_L, "binary and lambdarank losses' sigmoid"),
-    "label_gain": ParamRole(_L, "lambdarank's gains"),
-    "lambdarank_truncation_level": ParamRole(_L, "lambdarank's pairs"),
-    "lambdarank_norm": ParamRole(_L, "lambdarank's normalisation"),
-    "num_class": ParamRole(_L, "multiclass's trees per iteration", dataset=False),
-    "is_unbalance": ParamRole(_L, "refused: instance weights instead", dataset=False),
-    "scale_pos_weight": ParamRole(_L, "refused: instance weights instead", dataset=False),
+    "objective": ParamRole(Role.LOSS, "the loss (a LightGBM name or a Loss)", dataset=False, model=False),
+    "boost_from_average": ParamRole(Role.LOSS, "the loss's initial score"),
+    "sigmoid": ParamRole(Role.LOSS, "binary and lambdarank losses' sigmoid"),
+    "label_gain": ParamRole(Role.LOSS, "lambdarank's gains"),
+    "lambdarank_truncation_level": ParamRole(Role.LOSS, "lambdarank's pairs"),
+    "lambdarank_norm": ParamRole(Role.LOSS, "lambdarank's normalisation"),
+    "num_class": ParamRole(Role.LOSS, "multiclass's trees per iteration", dataset=False),
+    "is_unbalance": ParamRole(Role.LOSS, "refused: instance weights instead", dataset=False),
+    "scale_pos_weight": ParamRole(Role.LOSS, "refused: instance weights instead", dataset=False),
     # the metrics
-    "metric": ParamRole(_M, "the metrics, computed by the engine", dataset=False, model=False, compare=_METRIC_KEY),
-    "eval_at": ParamRole(_M, "ndcg/map cut-offs", compare=_METRIC_KEY),
-    "multi_error_top_k": ParamRole(_M, "multi_error's k"),
-    "auc_mu_weights": ParamRole(_M, "auc_mu's weights (num_class**2 of them, so it goes with num_class)",
+    "metric": ParamRole(Role.METRIC, "the metrics, computed by the engine", dataset=False, model=False,
+                        compare=_METRIC_KEY),
+    "eval_at": ParamRole(Role.METRIC, "ndcg/map cut-offs", compare=_METRIC_KEY),
+    "multi_error_top_k": ParamRole(Role.METRIC, "multi_error's k"),
+    "auc_mu_weights": ParamRole(Role.METRIC, "auc_mu's weights (num_class**2 of them, so it goes with num_class)",
                                 dataset=False),
     # the training loop
-    "num_iterations": ParamRole(_R, "rounds (overrides num_boost_round, as in lightgbm.train)",
+    "num_iterations": ParamRole(Role.RUN, "rounds (overrides num_boost_round, as in lightgbm.train)",
                                 compare="set 'rounds' instead"),
-    "early_stopping_round": ParamRole(_R, "early stopping", compare="a comparison runs all rounds"),
-    "early_stopping_min_delta": ParamRole(_R, "early stopping"),
-    "first_metric_only": ParamRole(_R, "early stopping"),
-    "verbosity": ParamRole(_R, "the engine's messages (its Booster is quiet)", model=False),
-    "metric_freq": ParamRole(_R, "LightGBM CLI output: nothing to do"),
-    "is_provide_training_metric": ParamRole(_R, "LightGBM CLI output: nothing to do"),
-    "output_model": ParamRole(_R, "LightGBM CLI file: nothing to do"),
-    "input_model": ParamRole(_R, "LightGBM CLI file: nothing to do"),
-    "snapshot_freq": ParamRole(_R, "LightGBM CLI output: nothing to do"),
+    "early_stopping_round": ParamRole(Role.RUN, "early stopping", compare="a comparison runs all rounds"),
+    "early_stopping_min_delta": ParamRole(Role.RUN, "early stopping"),
+    "first_metric_only": ParamRole(Role.RUN, "early stopping"),
+    "verbosity": ParamRole(Role.RUN, "the engine's messages (its Booster is quiet)", model=False),
+    "metric_freq": ParamRole(Role.RUN, "LightGBM CLI output: nothing to do"),
+    "is_provide_training_metric": ParamRole(Role.RUN, "LightGBM CLI output: nothing to do"),
+    "output_model": ParamRole(Role.RUN, "LightGBM CLI file: nothing to do"),
+    "input_model": ParamRole(Role.RUN, "LightGBM CLI file: nothing to do"),
+    "snapshot_freq": ParamRole(Role.RUN, "LightGBM CLI output: nothing to do"),
     # seeds (LightGBM's explicit seeds override those it derives from ``seed``)
-    "seed": ParamRole(_S, "the run's seed: sampling, and each iteration's tree seed", compare="set 'seeds' instead"),
-    "feature_fraction_seed": ParamRole(_S, "column subsampling, re-derived per iteration", tree_seed=1),
-    "extra_seed": ParamRole(_S, "extremely randomised thresholds, re-derived per iteration", tree_seed=2),
-    "bagging_seed": ParamRole(_S, "seeds bagging, which the engine refuses"),
-    "drop_seed": ParamRole(_S, "seeds dart, which the engine refuses"),
-    "objective_seed": ParamRole(_S, "seeds rank_xendcg, which the engine does not offer"),
-    "data_random_seed": ParamRole(_S, "binning's sample (goes with the Dataset parameters)"),
+    "seed": ParamRole(Role.SEED, "the run's seed: sampling, and each iteration's tree seed",
+                      compare="set 'seeds' instead"),
+    "feature_fraction_seed": ParamRole(Role.SEED, "column subsampling, re-derived per iteration", tree_seed=1),
+    "extra_seed": ParamRole(Role.SEED, "extremely randomised thresholds, re-derived per iteration", tree_seed=2),
+    "bagging_seed": ParamRole(Role.SEED, "seeds bagging, which the engine refuses"),
+    "drop_seed": ParamRole(Role.SEED, "seeds dart, which the engine refuses"),
+    "objective_seed": ParamRole(Role.SEED, "seeds rank_xendcg, which the engine does not offer"),
+    "data_random_seed": ParamRole(Role.SEED, "binning's sample (goes with the Dataset parameters)"),
     # tree parameters the engine looks at (they still reach the tree-fitting Booster)
-    "feature_fraction": ParamRole(_T, "column subsampling per tree", random=_below_one),
-    "feature_fraction_bynode": ParamRole(_T, "column subsampling per node", random=_below_one),
-    "extra_trees": ParamRole(_T, "random thresholds", random=_set),
-    "use_quantized_grad": ParamRole(_T, "stochastic rounding of quantised gradients", random=_set),
-    "boosting": ParamRole(_T, "only gbdt is supported", compare="every method is gbdt"),
-    "data_sample_strategy": ParamRole(_T, "goss is refused: the sampler replaces it",
+    "feature_fraction": ParamRole(Role.TREE, "column subsampling per tree", random=_below_one),
+    "feature_fraction_bynode": ParamRole(Role.TREE, "column subsampling per node", random=_below_one),
+    "extra_trees": ParamRole(Role.TREE, "random thresholds", random=_set),
+    "use_quantized_grad": ParamRole(Role.TREE, "stochastic rounding of quantised gradients", random=_set),
+    "boosting": ParamRole(Role.TREE, "only gbdt is supported", compare="every method is gbdt"),
+    "data_sample_strategy": ParamRole(Role.TREE, "goss is refused: the sampler replaces it",
                                       compare="use a method of kind stock_goss"),
-    "bagging_fraction": ParamRole(_T, "refused with bagging_freq > 0: the sampler replaces bagging",
+    "bagging_fraction": ParamRole(Role.TREE, "refused with bagging_freq > 0: the sampler replaces bagging",
                                   compare="use a method of kind stock_bagging"),
-    "bagging_freq": ParamRole(_T, "bagging: see bagging_fraction", compare="use a method of kind stock_bagging"),
-    "top_rate": ParamRole(_T, "GOSS only", compare="use a method of kind stock_goss"),
-    "other_rate": ParamRole(_T, "GOSS only", compare="use a method of kind stock_goss"),
+    "bagging_freq": ParamRole(Role.TREE, "bagging: see bagging_fraction", compare="use a method of kind stock_bagging"),
+    "top_rate": ParamRole(Role.TREE, "GOSS only", compare="use a method of kind stock_goss"),
+    "other_rate": ParamRole(Role.TREE, "GOSS only", compare="use a method of kind stock_goss"),
 }
 
 

@@ -1,44 +1,30 @@
-"""LightGBM parameter handling for the engine: aliases, the objective, what is refused.
+"""Reading LightGBM's parameters: aliases, the objective, what is refused, what Datasets get.
 
 The engine takes the same ``params`` dict as ``lightgbm.train``.  This module resolves
-aliases with LightGBM's own alias table, turns ``objective`` into a :class:`Loss`, refuses
-parameters that cannot work with a row sampler (with the reason and the alternative), and
-derives the parameter string of the per-iteration tree-fitting Booster.
+aliases with LightGBM's own alias table (:func:`canonicalize`), turns ``objective`` into a
+:class:`~smart_lgbm.losses.Loss` (:func:`resolve_loss`), refuses parameters that cannot
+work with a row sampler, with the reason and the alternative (:func:`refuse_unsupported`,
+:func:`refuse_for_sampler`), and derives what the engine's own Datasets get
+(:func:`dataset_params`).  :func:`smart_lgbm._engine.config.make_config` calls these once per
+run; what the engine does with each parameter is one table, :mod:`.param_roles`.
 """
 
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from .. import _lightgbm
-from .param_roles import LOSS_AND_METRIC_PARAMS as LOSS_AND_METRIC_PARAMS  # re-exported (run.py)
-from .param_roles import (
-    ENGINE_ONLY,
-    NOT_FOR_DATASETS,
-    NOT_IN_MODEL,
-    OBJECTIVE_FAMILIES,
-    RANDOM_TREE_PARAMS,
-    TREE_SEEDS,
-    USER_SEEDS,
-)
-from .param_values import flag as _flag
-from .param_values import integer as _integer
-from .param_values import number_list as _number_list
-from .param_values import number as _number
 from ..losses.base import Loss
 from ..losses.binary import BinaryLogloss
 from ..losses.multiclass import MulticlassSoftmax
 from ..losses.regression import SquaredError
-from ..metrics import Evaluator
-
-# What the engine does with each parameter it handles (ENGINE_ONLY, LOSS_AND_METRIC_PARAMS,
-# USER_SEEDS, the seeds of the tree learner, what the Datasets and the saved model get, the
-# objective names) is one table, smart_lgbm/_param_roles.py; the lists imported above are
-# derived from it.  ENGINE_ONLY and LOSS_AND_METRIC_PARAMS stay importable from here.
+from .param_roles import NOT_FOR_DATASETS, OBJECTIVE_FAMILIES
+from .param_values import flag as _flag
+from .param_values import number as _number
+from .param_values import number_list as _number_list
 
 
 def canonicalize(params: dict[str, Any] | None) -> dict[str, Any]:
@@ -174,83 +160,6 @@ def resolve_loss(params: dict[str, Any]) -> Loss:
     return LambdaRank(**kwargs)
 
 
-@dataclass
-class EngineConfig:
-    """Everything the engine derives from ``params`` once per run."""
-
-    params: dict[str, Any]
-    loss: Loss
-    evaluator: Evaluator
-    num_rounds: int
-    seed: int
-    early_stopping_round: int | None
-    early_stopping_min_delta: float
-    first_metric_only: bool
-    verbosity: int
-    tree_params: dict[str, Any] = field(default_factory=dict)
-
-    def booster_params(self, iteration: int) -> str:
-        """Parameter string of the tree-fitting Booster for one iteration.
-
-        Every iteration gets its own seed derived from ``seed`` and the iteration, so that
-        an iteration's random draws (``feature_fraction`` subsets, ``extra_trees``
-        thresholds) depend only on (seed, iteration); a fixed seed would re-seed every
-        tree's draws identically.
-        """
-        if not self.trees_draw_random_numbers():
-            iteration = 0  # the seed changes nothing: keep one string, spare LightGBM a reset
-        seeds = {"seed": _derived_seed(self.seed, iteration, 0)}
-        # An explicit feature_fraction_seed / extra_seed overrides what LightGBM derives from
-        # ``seed`` (as in stock): each gets its own per-iteration stream from the user's value.
-        for key, tag in TREE_SEEDS.items():
-            if key in self.params:
-                seeds[key] = _derived_seed(self.params[key], iteration, tag)
-        return _lightgbm.params_to_str({**self.tree_params, **seeds})
-
-    def model_params(self, data_params: dict[str, Any] | None = None) -> str:
-        """Parameter string whose LightGBM configuration the saved model's ``parameters:``
-        section shows: the run's parameters as ``lightgbm.train`` would have been given them
-        (the user's seed, not the per-iteration ones; ``num_iterations``; the objective's
-        parameters), except ``objective`` (still ``custom``) and ``metric``, which the
-        tree-fitting Booster cannot change (:func:`smart_lgbm._lightgbm.assemble_model_string`
-        writes them).  ``data_params``: the training Dataset's parameters, which
-        ``lightgbm.train`` adds to the Booster's (:func:`training_data_params`)."""
-        params = {k: v for k, v in self.tree_params.items() if k != "metric"}  # verbosity stays -1: quiet
-        if "force_col_wise" not in self.params:  # the engine's own choice, not the user's
-            params["force_col_wise"] = False
-        # every parameter the engine handles itself, as given (loss, metric, early stopping,
-        # explicit seeds), except those the tree-fitting Booster cannot take
-        params.update({k: v for k, v in self.params.items()
-                       if k in ENGINE_ONLY and k not in NOT_IN_MODEL})
-        if "seed" in self.params:
-            params["seed"] = self.seed
-        params["num_iterations"] = self.num_rounds
-        # lightgbm.train updates the Booster's parameters with the training Dataset's own
-        # (its params and the categorical columns it was constructed with); an explicit
-        # categorical_feature parameter still wins, LightGBM's main name over its alias.
-        for key, value in (data_params or {}).items():
-            if key not in ENGINE_ONLY and not (key == "categorical_feature" and key in self.params):
-                params[key] = value
-        return _lightgbm.params_to_str(params)
-
-    def trees_draw_random_numbers(self) -> bool:
-        """Whether LightGBM's tree learner uses its seed with the current ``tree_params``.
-
-        Column subsampling, extremely randomised thresholds and the stochastic rounding of
-        quantised gradients draw random numbers; nothing else in growing a tree does.
-        """
-        p = self.tree_params
-        # (called every iteration: a parameter left at its default never draws, so only
-        # those given are tested)
-        return any(draws(p, key) for key, draws in RANDOM_TREE_PARAMS.items() if key in p)
-
-
-def _derived_seed(seed: int, iteration: int, tag: int) -> int:
-    """A seed for one iteration's tree from a user's seed (``tag`` keeps streams apart)."""
-    state = np.random.SeedSequence([seed % 2**32, iteration, 0x5EED, *([tag] if tag else [])]).generate_state(1)[0]
-    return int(state % (2**31 - 1))
-
-
 def training_data_params(train_set: Any, constructed: Any) -> dict[str, Any]:
     """The training Dataset's parameters as ``lightgbm.train`` adds them to the model's:
     the caller's ``Dataset(params=...)`` and the categorical columns it was constructed with."""
@@ -268,51 +177,10 @@ def check_seed(seed: Any) -> int:
     return int(seed)
 
 
-def make_config(params: dict[str, Any] | None, num_boost_round: int) -> EngineConfig:
-    """Validate ``params`` and derive the engine's configuration."""
-    p = canonicalize(params)
-    refuse_unsupported(p)
-    if "num_iterations" in p:
-        warnings.warn(f"Found num_iterations={p['num_iterations']} in params; it overrides num_boost_round", stacklevel=3)
-        num_boost_round = p["num_iterations"]
-    if isinstance(num_boost_round, bool) or not isinstance(num_boost_round, (int, np.integer)) or num_boost_round < 1:
-        raise ValueError(f"num_boost_round must be a positive integer, got {num_boost_round!r}")
-    loss = resolve_loss(p)
-    evaluator = Evaluator(p, loss)  # every metric parameter checked before any data is read
-    seed = check_seed(p.get("seed", 0))
-    for key in USER_SEEDS:
-        if key in p:
-            p[key] = _integer(p, key, 0)  # LightGBM's seeds are any int, negative too
-    es = p.get("early_stopping_round")
-    tree_params = {k: v for k, v in p.items() if k not in ENGINE_ONLY}
-    tree_params.update(objective="custom", metric="None", verbosity=-1, num_class=loss.num_model_per_iteration)
-    if not any(_flag(p.get(k, False)) for k in ("force_col_wise", "force_row_wise")):
-        # Column-wise histograms sum each bin over the rows in row order, whatever the number
-        # of threads, so the same seed gives the same model at any thread count; row-wise
-        # ones add per-thread partial histograms, whose rounding depends on the thread count.
-        # (Stock LightGBM picks one by timing both when a Booster is created, and keeps it
-        # through later resets to other data: a timed choice would also make the model
-        # depend on the machine's load.)  Row-wise is often faster on dense data with many
-        # columns; a user who prefers it passes force_row_wise=true.
-        tree_params["force_col_wise"] = True
-    return EngineConfig(
-        params=p,
-        loss=loss,
-        evaluator=evaluator,
-        num_rounds=int(num_boost_round),
-        seed=int(seed),
-        early_stopping_round=int(es) if es is not None and int(es) > 0 else None,
-        early_stopping_min_delta=_number(p, "early_stopping_min_delta", 0.0),
-        first_metric_only=_flag(p.get("first_metric_only", False)),
-        verbosity=int(_number(p, "verbosity", 1)),
-        tree_params=tree_params,
-    )
-
-
 def dataset_params(params: dict[str, Any]) -> dict[str, Any]:
     """Params for the engine's internal Datasets: the user's, minus objects LightGBM cannot take."""
     # objective-related keys are cross-checked by LightGBM's Config even for a Dataset
-    # (num_class > 1 needs a multiclass objective); binning needs none of them (_param_roles)
+    # (num_class > 1 needs a multiclass objective); binning needs none of them (param_roles)
     out = {k: v for k, v in canonicalize(params).items() if k not in NOT_FOR_DATASETS}
     out["verbosity"] = -1 if int(_number(out, "verbosity", 1)) < 1 else out.get("verbosity", 1)
     return out

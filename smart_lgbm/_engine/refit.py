@@ -16,9 +16,9 @@ per sampled iteration, the walk to the leaves with the trees as fitted, which al
 the sums (:func:`walk_leaf_sums`, coded rows and trees of at most 64 leaves; else the walk,
 then :func:`leaf_sums` of its leaves); the scores' update then reads the leaves instead of
 walking again (on the fused path inside the gradient sweep,
-:meth:`smart_lgbm.fused.FusedPass.sweep`; else :func:`add_by_leaf`).
+:meth:`smart_lgbm._engine.sweep.GradientSweep.gradients`; else :func:`add_by_leaf`).
 
-Every sum is over fixed blocks of rows added in block order (:mod:`smart_lgbm._refit_kernels`),
+Every sum is over fixed blocks of rows added in block order (:mod:`smart_lgbm._engine._refit_kernels`),
 and on several machines the machines' sums are added in rank order, so the values, and the
 model, are the same at any number of threads.  The tree's ``leaf_value`` line is rewritten
 with the new values (round-trip exact); its internal nodes' values and the sample's counts
@@ -31,18 +31,21 @@ sample) or monotone constraints (new values could break them): refused when the 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..samplers.compiled import BLOCK
+from .. import _lightgbm
+from .._numba.kernel_constants import BLOCK
+from .update_plan import TRAIN, UpdatePlan
+from .walk import BinCodes, CodeBook, CodedForest, Forest, RawFeatures, add_coded_outputs, add_outputs
 
 if TYPE_CHECKING:
     from .walk.bitmask import BitmaskForest
-    from .walk.codes import BinCodes
 
-__all__ = ["LeafRule", "add_by_leaf", "check_refit_params", "leaf_sums", "refit_values", "sum_machines",
+__all__ = ["LeafRefit", "LeafRule", "RefitTrees", "add_by_leaf", "leaf_sums", "refit_values", "sum_machines",
            "value_table", "walk_leaf_sums"]
 
 #: LightGBM's kZeroThreshold: a leaf value this close to zero is written as 0 (MaybeRoundToZero).
@@ -55,39 +58,15 @@ def _kernels() -> Any:
     return _refit_kernels
 
 
-def check_refit_params(params: dict[str, Any]) -> None:
-    """Refuse the tree parameters a refit cannot honour (canonical names), naming them.
-
-    Raises
-    ------
-    ValueError
-        For ``path_smooth > 0`` or any non-zero ``monotone_constraints``.
-    """
-    if float(params.get("path_smooth", 0.0) or 0.0) > 0.0:
-        raise ValueError("refit_leaves=True cannot be combined with path_smooth > 0: a smoothed leaf value depends "
-                         "on its parent's output fitted on the sample; set path_smooth=0 or refit_leaves=False")
-    constraints = params.get("monotone_constraints")
-    if constraints is not None:
-        values = constraints.split(",") if isinstance(constraints, str) else np.ravel(constraints)
-        if any(float(v) != 0.0 for v in values if str(v).strip()):
-            raise ValueError("refit_leaves=True cannot be combined with monotone_constraints: leaf values refitted "
-                             "on all rows may break the constraints; drop them or set refit_leaves=False")
-
-
 @dataclass(frozen=True)
 class LeafRule:
     """LightGBM's leaf output from a leaf's sums (``CalculateSplittedLeafOutput`` without
-    path smoothing or constraints)."""
+    path smoothing or constraints), with the run's ``lambda_l1``, ``lambda_l2`` and
+    ``max_delta_step`` (:class:`smart_lgbm._engine.config.RunConfig`)."""
 
     lambda_l1: float = 0.0
     lambda_l2: float = 0.0
     max_delta_step: float = 0.0
-
-    @classmethod
-    def from_params(cls, params: dict[str, Any]) -> LeafRule:
-        """The rule of the tree parameters ``params`` (canonical names; LightGBM's defaults)."""
-        return cls(float(params.get("lambda_l1", 0.0)), float(params.get("lambda_l2", 0.0)),
-                   float(params.get("max_delta_step", 0.0)))
 
     def outputs(self, grad_sums: np.ndarray, hess_sums: np.ndarray) -> np.ndarray:
         """Each leaf's output (before shrinkage) for its sums of ``g`` and ``h``; 0 for a
@@ -193,5 +172,121 @@ def value_table(values: list[np.ndarray]) -> np.ndarray:
 
 def add_by_leaf(scores: np.ndarray, leaves: np.ndarray, values: list[np.ndarray]) -> None:
     """``scores[i, k] += values[k][leaves[i, k]]``: each row's output, read from its leaf
-    (the fused path does the same adds in its sweep, :meth:`smart_lgbm.fused.FusedPass.sweep`)."""
+    (the fused path does the same adds in its sweep, :meth:`smart_lgbm._engine.sweep.GradientSweep.gradients`)."""
     _kernels().add_by_leaf(scores, leaves, value_table(values))
+
+
+@dataclass(frozen=True)
+class RefitTrees:
+    """An iteration's trees after the refit.
+
+    Attributes
+    ----------
+    texts : list of str
+        The trees' texts with the new leaf values.
+    values : list of ndarray
+        Each tree's new leaf values.
+    outputs : dict
+        The outputs of the sets read from LightGBM, mapped to the new values through the
+        leaves ``fit`` reported (by the update plan's keys).
+    forest, coded : Forest or None, CodedForest or None
+        When the training rows were walked: the new trees' forest and (for coded validation
+        sets to walk) coded forest, their leaf values patched in, not parsed and coded again.
+    """
+
+    texts: list[str]
+    values: list[np.ndarray]
+    outputs: dict[int, np.ndarray]
+    forest: Forest | None
+    coded: CodedForest | None
+
+
+class LeafRefit:
+    """The leaf refit of one run (a sampler with ``refit_leaves``).
+
+    Parameters
+    ----------
+    walk : BinCodes or RawFeatures or None
+        What the walk reads of the training rows (None: their leaves come from LightGBM).
+    book : CodeBook or None
+        The training data's bin codes' book (for coded rows).
+    k : int
+        Trees per iteration.
+    allgather : callable or None
+        On a machine of a distributed run: every machine's leaf sums, added in rank order,
+        so that every machine writes the same values.
+    """
+
+    def __init__(self, walk: BinCodes | RawFeatures | None, book: CodeBook | None, k: int,
+                 allgather: Callable[[str, Any], list] | None) -> None:
+        self.walk = walk
+        self.book = book
+        self.k = k
+        self.allgather = allgather
+        self._scratch: np.ndarray | None = None
+
+    def refit(self, fitted: _lightgbm.IterationTrees, plan: UpdatePlan, leaves: np.ndarray, grad: np.ndarray,
+              hess: np.ndarray, rule: LeafRule, bias: np.ndarray | None, tag: str) -> RefitTrees:
+        """The iteration's trees with leaf values refitted on every training row.
+
+        ``leaves``: the run's int32 ``(n, K)`` buffer the walk to the leaves writes (when the
+        plan walks the training rows); ``grad``, ``hess``: the iteration's gradients of
+        every training row (the trees were fitted to a sample of them); ``bias``: the
+        initial score folded into these trees, or None; ``tag``: this iteration's
+        ``allgather`` tag.
+        """
+        n = grad.shape[0]
+        grad2, hess2 = grad.reshape(n, self.k), hess.reshape(n, self.k)
+        forest: Forest | None = None
+        coded: CodedForest | None = None
+        if TRAIN in plan.walked:  # every row's leaf in the trees as fitted
+            forest = Forest.from_tree_texts(fitted.texts)
+            fitted_values = list(forest.leaf_values)
+            widths = [v.shape[0] for v in fitted_values]
+            sums = None
+            if isinstance(self.walk, BinCodes):
+                assert self.book is not None  # coded only with the training data's book
+                coded = self.book.coded_forest(forest)
+                if coded.bitmask is not None:  # the walk and the sums in one pass
+                    sums = walk_leaf_sums(self.walk, coded.bitmask, grad2, hess2, leaves, widths)
+                else:  # the lockstep walk (its outputs go to a scratch), then the sums
+                    add_coded_outputs(self.walk, coded, self._scratch_for(n), leaves, None)
+            else:
+                assert isinstance(self.walk, RawFeatures)  # the plan walks only sets with features
+                add_outputs(self.walk, forest, self._scratch_for(n), leaves)
+            if sums is None:
+                sums = leaf_sums(leaves, grad2, hess2, widths)
+        else:
+            assert fitted.leaves is not None  # the plan asks fit for them (want_leaves)
+            fitted_values = fitted.leaf_values
+            widths = [v.shape[0] for v in fitted_values]
+            sums = leaf_sums(fitted.leaves[TRAIN], grad2, hess2, widths)
+        if self.allgather is not None:  # every machine's rows: the same values on every machine
+            sums = sum_machines(self.allgather(tag, sums))
+        # the shrinkage LightGBM wrote (a folded bias sets the texts' to 1)
+        written = fitted.texts if bias is None else _lightgbm.tree_bodies(fitted.model)
+        texts, values = [], []
+        for k, text in enumerate(fitted.texts):
+            v = refit_values(fitted_values[k], _lightgbm.tree_shrinkage(written[k]), sums[k][0], sums[k][1], rule,
+                             None if bias is None else float(bias[k]))
+            values.append(v)
+            texts.append(_lightgbm.with_leaf_values(text, v))
+        outputs = {}
+        for key in plan.added:
+            assert fitted.leaves is not None  # want_leaves whenever a refit reads a set
+            set_leaves = fitted.leaves[key]
+            out = np.empty(set_leaves.shape)
+            for k, v in enumerate(values):
+                out[:, k] = v[set_leaves[:, k]]
+            outputs[key] = out
+        if forest is not None:
+            forest = forest.with_leaf_values(values)
+            # (a coded validation set walks the new trees; the training rows need no walk)
+            coded = coded.with_leaf_values(forest) if coded is not None and len(plan.walked) > 1 else None
+        return RefitTrees(texts, values, outputs, forest, coded)
+
+    def _scratch_for(self, n: int) -> np.ndarray:
+        """The refit walk's outputs of the trees as fitted, thrown away (the walks write them)."""
+        if self._scratch is None:
+            self._scratch = np.zeros((n, self.k))
+        return self._scratch

@@ -6,7 +6,7 @@ scores.  There are five ways (:class:`Source`), and which one a set takes depend
 facts of the run (what of its features are in memory, whether the sampler reads leaves,
 init scores held by LightGBM, the fused pass) and two of the iteration (whether every row
 was drawn, whether the sample is large).  :func:`plan_updates` decides it for every set at
-once and returns an :class:`UpdatePlan`; :class:`smart_lgbm.boosting.BoostingRun` follows
+once and returns an :class:`UpdatePlan`; :class:`smart_lgbm._engine.run.BoostingRun` follows
 the plan, and :meth:`smart_lgbm._lightgbm.OneIterationBooster.fit` returns the outputs it
 reads keyed by the set keys of the plan (:data:`TRAIN`, :data:`SAMPLE`,
 :func:`valid_key`), never by position.
@@ -43,7 +43,7 @@ def valid_key(position: int) -> int:
 class Features(enum.Enum):
     """What of a set's features the run holds in memory."""
 
-    #: bin codes (:mod:`smart_lgbm.walk.codes`): one byte per value
+    #: bin codes (:mod:`smart_lgbm._engine.walk.codes`): one byte per value
     CODES = "codes"
     #: the caller's raw features (data that cannot be coded exactly)
     RAW = "raw"
@@ -94,7 +94,7 @@ class RunFacts:
         LightGBM holds init scores for the training set (its predictor starts from them,
         so the sample's outputs cannot be read back exactly).
     fused : bool
-        The run has a fused pass (:mod:`smart_lgbm.fused`): the walk of the coded training
+        The run has a fused pass (:mod:`smart_lgbm._engine.sweep`): the walk of the coded training
         rows also computes the next iteration's gradients (and writes the rows' leaves when
         the sampler needs them).  Only with coded training rows.
     network : bool, default=False
@@ -102,7 +102,7 @@ class RunFacts:
         row read the training outputs from LightGBM's partition (:attr:`Source.PARTITION`),
         with the Booster reset and rolled back as in sampled ones.
     refit : bool, default=False
-        The sampler refits the leaf values on every training row (:mod:`smart_lgbm.refit`):
+        The sampler refits the leaf values on every training row (:mod:`smart_lgbm._engine.refit`):
         a sampled iteration needs every training row's leaf before any set's scores change,
         and no set's outputs can be taken from LightGBM's values.
     """
@@ -191,7 +191,7 @@ def plan_updates(run: RunFacts, *, all_rows: bool, large_sample: bool) -> Update
     all_rows : bool
         Every training row was drawn (the sample is the training set).
     large_sample : bool
-        The sample holds at least :data:`smart_lgbm.boosting.READ_SAMPLE_FRACTION` of the
+        The sample holds at least :data:`smart_lgbm._engine.run.READ_SAMPLE_FRACTION` of the
         rows: reading its outputs back lets the coded walk skip them.  Below that share
         skipping scattered rows saves no time.
 

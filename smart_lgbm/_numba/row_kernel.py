@@ -1,5 +1,7 @@
 """Row kernels compiled twice, serial and parallel, dispatched by the number of rows.
 
+The project calls the two compiled functions of one kernel its *twins*.
+
 Why: numba's ``parallel=True`` compilation is the largest part of a fresh environment's
 first ``sl.train`` (a parallel kernel costs about twice its serial compile), while on a
 few thousand rows the parallel loop buys little.  A kernel decorated with
@@ -7,9 +9,9 @@ few thousand rows the parallel loop buys little.  A kernel decorated with
 body: a serial one (``prange`` is ``range`` there) and a parallel one.  A call with fewer
 than :data:`PARALLEL_MIN_ROWS` rows runs the serial one, a larger call the parallel one;
 each is compiled on its first call only, so a run on small data (tests, notebooks, quick
-examples) never pays for a parallel compilation, and a run on more data runs exactly the
-parallel code it always ran (LightGBM's OpenMP threads and numba's share one libgomp pool,
-which Python threads over serial kernels would fight).
+examples) never pays for a parallel compilation, and a run on more data runs the parallel
+code (LightGBM's OpenMP threads and numba's share one libgomp pool, which Python threads
+over serial kernels would fight).
 
 Both twins give the same bits: every kernel handed to :func:`row_kernel` reduces over a
 fixed partition of its rows (blocks combined in block order) or writes each row from that
@@ -30,12 +32,11 @@ from typing import Any, Literal
 
 from numba import njit
 
-#: Calls with at least this many rows run the parallel twin.  Where it starts to pay at two
-#: threads (``scripts/bench_twins.py`` times each step of an iteration with either twin by
-#: data size): the walk over the codes gains from a few thousand rows on (it splits rows
-#: into small chunks), the block kernels (``BLOCK`` = 16,384 rows a block) from their
-#: second block (on a9a's 32,561 rows the serial twins made the iteration clearly slower).
-#: Below it a run compiles no parallel kernel at all.
+#: Calls with at least this many rows run the parallel twin: where it starts to pay at two
+#: threads (docs/results/bench_twins.md, made by ``scripts/bench_twins.py``, which times each
+#: step of an iteration with either twin by data size): the walk over the codes gains from a
+#: few thousand rows on (it splits rows into small chunks), the block kernels (``BLOCK`` =
+#: 16,384 rows a block) from their second block.  Below it a run compiles no parallel kernel.
 PARALLEL_MIN_ROWS = 8192
 
 @contextmanager

@@ -9,19 +9,24 @@ the compile pages in about 27 MB of LLVM's code (file-backed RSS, measured by
 small data.  Loading a kernel from the cache only needs LLVM's bitcode reader and object
 loader.
 
-:func:`install` wraps that compile: the first process compiles the module as numba does,
-with numba's object caching on, and writes numba's own serialized form of the library
-(object code plus the bitcode numba links later compilations against) beside the package's
-kernel cache; later processes load it the way numba loads any cached function
-(``Codegen.unserialize_library``).  The file's name carries everything the object code
-depends on (numba's and llvmlite's versions, the target triple, host CPU name and features,
-numba's optimisation level): another machine or version compiles anew.  An unreadable
-file, or a numba without these internals, falls back to numba's own compile.  The runtime
-functions are the same machine code either way (reference counts and memory information,
-no arithmetic of the models), so the models are unchanged.
+:func:`load_cached` sets numba's runtime up when the engine first needs its kernels (the
+start of :func:`smart_lgbm.train`, a :class:`smart_lgbm.SmartObjective`'s first call),
+before any of them runs: the first process compiles the module as numba does, with numba's
+object caching on, and writes numba's own serialized form of the library (object code plus
+the bitcode numba links later compilations against) beside the package's kernel cache;
+later processes load it the way numba loads any cached function
+(``Codegen.unserialize_library``).  numba's own compile function is routed through the file
+only while :func:`load_cached` runs and is restored before it returns: importing
+``smart_lgbm`` changes nothing in numba, and code that sets numba's runtime up first (a
+user's own ``@njit`` function called before any training) keeps numba's own compile.  The
+file's name carries everything the object code depends on (numba's and llvmlite's versions,
+the target triple, host CPU name and features, numba's optimisation level): another machine
+or version compiles anew.  An unreadable file, or a numba without these internals, falls
+back to numba's own compile.  The runtime functions are the same machine code either way
+(reference counts and memory information, no arithmetic of the models), so the models are
+unchanged.
 
-This reaches into numba internals (numba 0.6x); it is the package's only such use and
-changes nothing once numba's runtime is already set up in the process.
+This reaches into numba internals (numba 0.6x); it is the package's only such use.
 """
 
 from __future__ import annotations
@@ -34,8 +39,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
-#: set by :func:`install`: numba's own compile, wrapped
-_COMPILE: Any = None
+#: whether :func:`load_cached` has run in this process
+_LOADED = False
 
 
 def cache_folder() -> Path:
@@ -120,26 +125,39 @@ def _compile_or_load(context: Any) -> Any:
     return library
 
 
-def install() -> bool:
-    """Route numba's runtime compile through the cached object file (once per process).
+def load_cached() -> bool:
+    """Set numba's runtime up from the cached object file, once per process.
+
+    numba's ``compile_nrt_functions`` is replaced by :func:`_compile_or_load` only while
+    numba's runtime is initialised here, and restored at once; when something else set the
+    runtime up first, nothing changes.
 
     Returns
     -------
     bool
-        Whether it is installed (False on a numba without the internals it wraps).
+        Whether this call set the runtime up through the file (False when it was set up
+        already, on a later call, or on a numba without the internals it wraps).
     """
-    global _COMPILE
+    global _LOADED
+    if _LOADED:
+        return False
+    _LOADED = True
     try:
         from numba.core.codegen import CPUCodegen, CPUCodeLibrary
-        from numba.core.runtime import nrtdynmod
+        from numba.core.registry import cpu_target
+        from numba.core.runtime import nrt, nrtdynmod
     except ImportError:
         return False
     needed = (hasattr(nrtdynmod, "compile_nrt_functions") and hasattr(nrtdynmod, "create_nrt_module")
               and hasattr(CPUCodegen, "magic_tuple") and hasattr(CPUCodegen, "unserialize_library")
-              and hasattr(CPUCodeLibrary, "serialize_using_object_code"))
-    if not needed:
+              and hasattr(CPUCodeLibrary, "serialize_using_object_code") and hasattr(nrt, "rtsys"))
+    if not needed or getattr(nrt.rtsys, "_init", False):
         return False
-    if _COMPILE is None:
-        _COMPILE = nrtdynmod.compile_nrt_functions
-        nrtdynmod.compile_nrt_functions = _compile_or_load
+    original = nrtdynmod.compile_nrt_functions
+    nrtdynmod.compile_nrt_functions = _compile_or_load
+    try:
+        # (the target context's set-up initialises the runtime, numba's own call; safe to repeat)
+        nrt.rtsys.initialize(cpu_target.target_context)
+    finally:
+        nrtdynmod.compile_nrt_functions = original
     return True

@@ -7,13 +7,13 @@ validation row, exactly what ``Booster.predict(raw_score=True)`` adds:
   layout allows);
 * :mod:`.codes`: the same features coded once per run as their positions among LightGBM's
   bin bounds, one byte per value (the fast path for dense data);
-* :mod:`.forest`: an iteration's trees flattened for the kernels, and the walks over raw
-  features and over codes;
+* :mod:`.forest`: an iteration's trees flattened for the kernels, and the walk over raw
+  features (:func:`.codes.add_coded_outputs` walks the codes);
 * :mod:`._kernels`: the numba kernels.
 """
 
-from .codes import BinCodes, CodeBook, CodedForest
-from .forest import Forest, add_coded_outputs, add_outputs
+from .codes import BinCodes, CodeBook, CodedForest, add_coded_outputs
+from .forest import Forest, add_outputs
 from .raw import RawFeatures
 
 __all__ = ["BinCodes", "CodeBook", "CodedForest", "Forest", "RawFeatures", "add_coded_outputs", "add_outputs"]

@@ -1,10 +1,10 @@
 """Numba kernels of the bitmask walk over bin codes (QuickScorer, Lucchese et al. 2015).
 
 Private module: the kernels trust their inputs (built by :func:`bitmask_tables` from a
-:class:`smart_lgbm.walk.CodedForest`, whose nodes ``code_nodes`` checked) and index without
+:class:`smart_lgbm._engine.walk.CodedForest`, whose nodes ``code_nodes`` checked) and index without
 bounds checks.
 
-Why: the lockstep walk (:func:`smart_lgbm.walk._kernels.walk_codes`) takes one dependent
+Why: the lockstep walk (:func:`smart_lgbm._engine.walk._kernels.walk_codes`) takes one dependent
 gather per row and level (node -> its test -> the row's code -> the child).  For a tree of
 at most 64 leaves the bitmask walk has no dependent step: number the tree's leaves left to
 right (bit ``i`` of a 64-bit word is the ``i``-th leaf); node ``n``'s ``kill`` mask has
@@ -26,26 +26,18 @@ for every code).  The tables apply ``walk_codes``' test exactly (``code == miss`
 default way; otherwise right iff ``code > tcode``), so both walks reach the same leaf and
 add the same double.
 
-Measured (contended dev runs, ``scripts/bench_bitmask_walk.py``, one thread, real LightGBM
-trees, 10% of the rows skipped): 2,000,000 x 28 codes, 63 leaves, lockstep 24.2 ms, a mask
-test per node and row (vectorised, AVX-512, four nodes a pass) 15.9 ms, the tables 9.3 ms;
-400,000 x 60, 31 leaves: 3.95 / 1.88 / 1.56 ms.
+The tables beat both the lockstep walk and a vectorised mask test per node and row
+(``scripts/bench_bitmask_walk.py``; docs/results/bench_bitmask_walk.md, real LightGBM trees,
+10% of the rows skipped: 2.6-2.8x the lockstep walk's speed).
 
 The walk is bound by its loads (per row and table a code byte and a table word, plus the
 block's mask), not by memory: with the caches emptied before each call, as between two
 iterations of the engine (LightGBM's subset copy and tree learner run in between), it
-costs about what it costs warm, and prefetching the next block's code columns in software
-(``llvm.prefetch``, one to four blocks ahead) or blocks of 4,096 rows gained nothing.
-Fewer loads did: :func:`tree_masks` applies four tables a pass over the masks (two
-before), and a block with no skipped row (every block of the fused pass at small sampling
-rates) adds its leaves without a skip test per row (:func:`_add_leaves`); contended dev
-runs, ``scripts/bench_bitmask_walk.py --threads 1 --skip 0 [--cold]``, the bitmask walk's
-speed-up over the (unchanged) lockstep walk went from 2.93x to 3.58x warm and 2.77x to
-3.34x cold on 400,000 x 60, from 3.28x to 3.77x warm and 3.30x to 3.68x cold on 2M x 28.  Run
-alone afterwards at 2 threads (``docs/results/bench_bitmask_walk_noskip.md``, no row
-skipped, blocks of 1,024 rows): 2M x 28 / 63 leaves 5.04 ms warm and 4.92 ms cold against
-the lockstep walk's 21.25 / 19.13 ms; 400k x 60 / 31 leaves 0.99 / 0.95 ms against 3.92 /
-3.08 ms.
+costs about what it costs warm (docs/results/bench_bitmask_walk_noskip.md, ``--cold``), and
+prefetching the next block's code columns in software gains nothing.  Fewer loads do:
+:func:`tree_masks` applies four tables a pass over the masks, and a block with no skipped
+row (every block of the gradient sweep's walk at small sampling rates) adds its leaves
+without a skip test per row (:func:`_add_leaves`).
 """
 
 from __future__ import annotations
@@ -75,7 +67,7 @@ def bitmask_tables(info, child, node_value, node_leaf, roots, total, tstart, tco
     """A coded forest's tables for :func:`walk_bitmask`, written into the caller's arrays.
 
     ``info``, ``child``, ``node_value``, ``node_leaf``, ``roots``: the coded forest's
-    (:class:`smart_lgbm.walk.codes.CodedForest`), ``total`` its number of nodes.  Written:
+    (:class:`smart_lgbm._engine.walk.codes.CodedForest`), ``total`` its number of nodes.  Written:
     ``tstart`` (K + 1): tree ``k``'s tables are entries ``tstart[k]:tstart[k + 1]``; entry
     ``e`` reads code column ``tcol[e]`` and its table is ``table[256 * e:256 * e + 256]``
     (uint64: the AND of the kill masks of the tree's nodes on that column that send the
@@ -156,7 +148,7 @@ def tree_masks(codes, r0, m, e, e1, tcol, table, mask):
     """``mask[j]``: the leaf mask of row ``r0 + j`` (``j < m``) in the tree whose tables are
     entries ``e:e1`` (module notes; its exit leaf is the mask's lowest set bit), each table
     applied to the whole block, up to :data:`COLUMNS_PER_PASS` tables a pass over the
-    masks.  Also the leaf refit's walk (:func:`smart_lgbm._refit_kernels.walk_leaf_sums`).
+    masks.  Also the leaf refit's walk (:func:`smart_lgbm._engine._refit_kernels.walk_leaf_sums`).
 
     The first pass sets the masks from the 1 to 4 tables left over by the passes of 4 that
     follow, so a tree of ``c`` tables takes ``ceil(c / 4)`` passes.

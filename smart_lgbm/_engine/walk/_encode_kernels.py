@@ -1,14 +1,13 @@
-"""Numba kernel that codes dense raw features (:meth:`smart_lgbm.walk.codes.CodeBook.encode`).
+"""Numba kernel that codes dense raw features (:meth:`smart_lgbm._engine.walk.codes.CodeBook.encode`).
 
-Private module: the kernel trusts its inputs (built by :class:`~smart_lgbm.walk.codes.CodeBook`).
+Private module: the kernel trusts its inputs (built by :class:`~smart_lgbm._engine.walk.codes.CodeBook`).
 
 A value's code is the number of its feature's bin bounds below it, a binary search.  One
 search is a chain of dependent loads and compares; done one value at a time the CPU waits
-on that chain (about 30 ns a value, 0.8 s for 400,000 x 60 on one core in a development
-run).  Here each feature's bounds are padded with ``+inf`` to a power of two, so every
-search of a feature takes the same number of halvings, and 16 rows are searched in
+on that chain.  Here each feature's bounds are padded with ``+inf`` to a power of two, so
+every search of a feature takes the same number of halvings, and 16 rows are searched in
 lockstep: each halving step updates 16 independent positions, which the CPU overlaps
-(4-5x faster in the same run).  The codes are those of :func:`smart_lgbm.walk._kernels._code`,
+(several times faster than one value at a time).  The codes are those of :func:`smart_lgbm._engine.walk._kernels._code`,
 value for value (``tests/test_bincodes.py``).
 """
 
@@ -52,8 +51,8 @@ def encode_dense(X, features, padded, depth, nan_codes, zero_threshold, codes):
         # np.empty and zeroed here, not np.zeros: numba compiles np.zeros's implementation
         # on its first use in a process (tenths of a second of a fresh first call), and no
         # other kernel of a binary run needs it (walk_codes compiles np.empty anyway).  Not
-        # taken from the caller: as views of a caller's array the search ran a few per cent
-        # slower (contended development run, 400k x 20).
+        # taken from the caller: as views of a caller's array the search runs a few per cent
+        # slower.
         xs = np.empty(LANES, dtype=np.float64)
         pos = np.empty(LANES, dtype=np.int64)
         for lane in range(LANES):  # stale lanes are searched too: their positions must be valid

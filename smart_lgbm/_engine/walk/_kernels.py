@@ -1,10 +1,10 @@
-"""Numba kernels behind :mod:`smart_lgbm.walk`: the trees of one iteration walked over raw rows.
+"""Numba kernels behind :mod:`smart_lgbm._engine.walk`: the trees of one iteration walked over raw rows.
 
 Private module: every function here trusts its inputs (validated by ``forest.py`` and
 ``raw.py``) and runs without bounds checks, so a bad index would corrupt memory
 instead of raising.
 
-A forest is a set of flat node arrays (see :class:`smart_lgbm.walk.Forest`): internal
+A forest is a set of flat node arrays (see :class:`smart_lgbm._engine.walk.Forest`): internal
 nodes and leaves share one index space, and a leaf is a node whose two children are
 itself.  A row therefore takes exactly ``depth`` steps down a tree whatever leaf it
 reaches, so a block of rows advances level by level in lockstep, with no per-row test
@@ -72,7 +72,7 @@ def _walk_block(values, r0, m, zero_tiny, o0, column, forest, node, out, leaves,
     ``values[r, column[nd]]`` is the value node ``nd`` tests for row ``r``;
     ``zero_tiny`` reads ``|x| <= kZeroThreshold`` as 0 (LightGBM's dense and CSC row
     functions drop those values; its CSR row function keeps them).  ``forest`` is the
-    tuple of node arrays :attr:`smart_lgbm.walk.Forest.kernel_arrays` gives.
+    tuple of node arrays :attr:`smart_lgbm._engine.walk.Forest.kernel_arrays` gives.
     """
     threshold, flags, left, right, cat_start, cat_len, cat_bits, node_value, node_leaf, roots, depths = forest
     for k in range(roots.shape[0]):
@@ -101,7 +101,7 @@ MALFORMED, NEGATIVE_FEATURE, BAD_BITSET = -1, -2, -3
 def flatten_tree(split_feature, threshold, decision_type, left_child, right_child, leaf_value, num_cat,
                  cat_boundaries, base, cat_base, feature, thr, flags, left, right, cat_start, cat_len, node_value,
                  node_leaf, has_parent, leaf_seen, level, queue):
-    """One tree's nodes in the forest's layout (see :class:`smart_lgbm.walk.Forest`), node
+    """One tree's nodes in the forest's layout (see :class:`smart_lgbm._engine.walk.Forest`), node
     indices offset by ``base`` and bitset words by ``cat_base``, written into ``feature``,
     ``thr``, ``flags``, ``left``, ``right``, ``cat_start``, ``cat_len``, ``node_value``,
     ``node_leaf`` (``2 * m + 1`` entries, zeroed; ``m`` internal nodes); ``has_parent``,
@@ -277,7 +277,7 @@ def walk_sparse(is_csc, n, indptr, indices, data, search, slot_of_feature, slot_
 
 # --------------------------------------------------------------------------- bin codes
 #
-# The same walk over compact codes (see :mod:`smart_lgbm.walk.codes`): each value is stored
+# The same walk over compact codes (see :mod:`smart_lgbm._engine.walk.codes`): each value is stored
 # as its position among its feature's finite bin upper bounds (uint8, column-major), and a
 # node tests ``code <= tcode`` (``tcode``: the position of its threshold, itself a bin
 # upper bound), or sends the row the default way when ``code == miss`` (the NaN code for
@@ -350,8 +350,7 @@ def encode_sparse(is_csc, n, indptr, indices, data, column_of_feature, bounds, s
 
 #: A coded node's test in one int64 (:func:`code_nodes`): the code
 #: column in bits 0-31, ``tcode`` in bits 32-39, ``miss`` in bits 40-48 and ``go_default``
-#: in bit 49.  One load per step instead of four separate arrays' (measured on a9a and 2M x
-#: 28 in a development run: about half the walk's time).
+#: in bit 49.  One load per step instead of four separate arrays' (about half the walk's time).
 TCODE_SHIFT = 32
 MISS_SHIFT = 40
 DEFAULT_SHIFT = 49
@@ -371,11 +370,10 @@ def walk_codes(codes, block, chunks, info, child, node_value, node_leaf, roots, 
     their own children), so shallow branches cost less than the tree's depth.
 
     The lockstep loop is written once, here, over arrays this function allocates: as a
-    separate function taking ``node`` as an argument it ran twice as slow (development run
-    on 2M x 28), the compiler no longer knowing that ``node`` aliases nothing it reads.
-    For the same reason ``node`` and ``row`` stay allocated here, not taken from the caller
-    as the sampler kernels take theirs: as views of a caller's array the walk ran twice as
-    slow (contended development run, 400k x 20, 2 threads: 4.0 ms against 2.1 ms a call).
+    separate function taking ``node`` as an argument it runs twice as slow, the compiler no
+    longer knowing that ``node`` aliases nothing it reads.  For the same reason ``node`` and
+    ``row`` stay allocated here, not taken from the caller as the sampler kernels take
+    theirs: as views of a caller's array the walk runs twice as slow.
     """
     n = codes.shape[1]
     nblocks = (n + block - 1) // block

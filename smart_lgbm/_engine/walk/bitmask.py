@@ -1,8 +1,8 @@
 """The bitmask walk's form of a coded forest (trees of at most 64 leaves).
 
-:func:`bitmask_forest` turns a :class:`~smart_lgbm.walk.codes.CodedForest` into per-tree,
-per-code-column tables of leaf masks (see :mod:`smart_lgbm.walk._bitmask_kernels`), which
-:func:`smart_lgbm.walk.add_coded_outputs` walks instead of the lockstep walk when present:
+:func:`bitmask_forest` turns a :class:`~smart_lgbm._engine.walk.codes.CodedForest` into per-tree,
+per-code-column tables of leaf masks (see :mod:`smart_lgbm._engine.walk._bitmask_kernels`), which
+:func:`smart_lgbm._engine.walk.add_coded_outputs` walks instead of the lockstep walk when present:
 the same leaves and the same doubles, without a dependent load per tree level.  Forests with
 a tree of more than 64 leaves get None and keep the lockstep walk.
 """
@@ -41,7 +41,7 @@ class BitmaskForest:
 def bitmask_forest(info: np.ndarray, child: np.ndarray, node_value: np.ndarray, node_leaf: np.ndarray,
                    roots: np.ndarray, num_columns: int) -> BitmaskForest | None:
     """The bitmask tables of a coded forest's node arrays (those of
-    :class:`~smart_lgbm.walk.codes.CodedForest`) over ``num_columns`` code columns, or None
+    :class:`~smart_lgbm._engine.walk.codes.CodedForest`) over ``num_columns`` code columns, or None
     when a tree has more than :data:`_bk.MAX_LEAVES` leaves."""
     total = info.shape[0]
     k = roots.shape[0]

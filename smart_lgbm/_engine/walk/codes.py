@@ -7,8 +7,8 @@ upper bounds (its ``BinMapper``), so a value only matters through its position a
 those bounds.  :class:`CodeBook` reads the bounds of the training Dataset
 (:func:`smart_lgbm._lightgbm.bin_mappers`) and :meth:`CodeBook.encode` stores, once per
 run, every value as one byte, column-major; the walk then reads a block's byte of each
-feature a node tests (:func:`smart_lgbm.walk._kernels.walk_codes`), or, for trees of at most
-64 leaves, of each feature the tree splits on (:mod:`smart_lgbm.walk.bitmask`).
+feature a node tests (:func:`smart_lgbm._engine.walk._kernels.walk_codes`), or, for trees of at most
+64 leaves, of each feature the tree splits on (:mod:`smart_lgbm._engine.walk.bitmask`).
 
 Exactness (the walk must add what ``Booster.predict(raw_score=True)`` adds):
 
@@ -36,18 +36,17 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
+import numba
 import numpy as np
 
 from ... import _lightgbm
 from . import _encode_kernels as _ek
 from . import _kernels as _k
 from . import bitmask as _bm
+from . import _bitmask_kernels as _bk
+from .forest import CHUNKS_PER_THREAD, Forest, _check_output
 from .raw import RawFeatures
-
-if TYPE_CHECKING:  # (walk.forest imports this module)
-    from .forest import Forest
 
 #: Code of NaN for features whose missing type is NaN.
 NAN_CODE = _k.NAN_CODE
@@ -59,6 +58,15 @@ MAX_BOUNDS = 254
 MAX_SPARSE_CODE_BYTES = 64 << 20
 
 _MISSING_NONE, _MISSING_ZERO, _MISSING_NAN = 0, 1, 2
+
+#: Codes (one byte per row and feature, column-major): 64 rows read one cache line of
+#: each feature a node of the block tests.
+CODES_BLOCK_ROWS = 64
+#: Rows per block of the bitmask walk (trees of at most 64 leaves): each of a tree's tables
+#: is applied to a whole block, so larger blocks spread that loop's set-up over more rows
+#: (docs/results/bench_bitmask_walk.md: 1,024 rows as fast as 4,096, 256 slower); the
+#: block's masks, 8 KB, stay in L1.
+BITMASK_BLOCK_ROWS = 1024
 
 
 @dataclass(frozen=True, eq=False)
@@ -74,14 +82,14 @@ class BinCodes:
 
 @dataclass(frozen=True, eq=False)
 class CodedForest:
-    """A :class:`~smart_lgbm.walk.Forest`'s nodes for :func:`_k.walk_codes`.
+    """A :class:`~smart_lgbm._engine.walk.Forest`'s nodes for :func:`_k.walk_codes`.
 
     Per node: its test packed in one int64 ``info`` (:func:`_k.code_nodes`: the code column
     of its feature, ``tcode``, its threshold's position among the feature's bounds,
     ``miss``, the code sent the default way, :data:`_k.NO_MISS` for none, and
     ``go_default``, 1 when the default way is right) and its two children at ``child[2 * node]`` (left) and
     ``child[2 * node + 1]``; leaves are their own children.  ``bitmask``: the same trees as
-    the bitmask walk's tables (:mod:`smart_lgbm.walk.bitmask`), None when a tree has more
+    the bitmask walk's tables (:mod:`smart_lgbm._engine.walk.bitmask`), None when a tree has more
     than 64 leaves (the lockstep walk then walks them).
     """
 
@@ -219,3 +227,47 @@ def _strictly_sorted_segments(indptr: np.ndarray, indices: np.ndarray) -> bool:
     starts = starts[(starts >= 0) & (starts < increasing.shape[0])]
     increasing[starts] = True
     return bool(increasing.all())
+
+
+def add_coded_outputs(codes: BinCodes, forest: CodedForest, out: np.ndarray, leaves: np.ndarray | None = None,
+                      known: tuple[np.ndarray, np.ndarray] | None = None, *, rows_checked: bool = False) -> None:
+    """:func:`add_outputs` over bin codes (:mod:`smart_lgbm._engine.walk.codes`): the same doubles
+    added, from one byte per row and feature instead of the raw values.
+
+    ``known``: ``(rows, outputs)``, rows (sorted, unique int32) whose outputs (shape
+    ``(len(rows), K)``) are known already (the engine reads the sampled rows' from
+    LightGBM's tree learner): they are added to ``out`` as they are, and those rows are
+    not walked (their ``leaves`` are left alone).  ``rows_checked``: the caller has already
+    checked that those rows are sorted, unique and in range (the engine's sample, checked
+    once per iteration by :func:`smart_lgbm._engine.draw.check_sample`); that O(rows) check is
+    then not repeated.
+    """
+    shape = (codes.num_rows, forest.roots.shape[0])
+    _check_output("out", out, np.float64, shape)
+    if leaves is not None:
+        _check_output("leaves", leaves, np.int32, shape)
+    rows, outputs = (_NO_ROWS, np.empty((0, shape[1]))) if known is None else known
+    if not (isinstance(rows, np.ndarray) and rows.dtype == np.int32 and rows.ndim == 1):
+        raise TypeError("known rows must be a 1-D int32 numpy array of sorted row indices")
+    if not (isinstance(outputs, np.ndarray) and outputs.dtype == np.float64
+            and outputs.shape == (rows.shape[0], shape[1])):
+        raise TypeError(f"known outputs must be a float64 array of shape ({rows.shape[0]}, {shape[1]})")
+    if not rows_checked and rows.shape[0] and (rows[0] < 0 or rows[-1] >= shape[0] or np.any(rows[1:] <= rows[:-1])):
+        # (the kernel would walk such rows too and add their known outputs to none)
+        raise ValueError(f"known rows must be sorted, unique and in [0, {shape[0]})")
+    if codes.num_rows == 0:
+        return
+    want_leaves = leaves is not None
+    if leaves is None:
+        leaves = np.empty((0, shape[1]), dtype=np.int32)
+    chunks = CHUNKS_PER_THREAD * numba.get_num_threads()
+    bm = forest.bitmask
+    if bm is not None:
+        _bk.walk_bitmask(codes.codes, BITMASK_BLOCK_ROWS, chunks, bm.tstart, bm.tcol, bm.table, bm.leaf_value,
+                         bm.leaf_index, rows, outputs, out, leaves, want_leaves)
+        return
+    _k.walk_codes(codes.codes, CODES_BLOCK_ROWS, chunks, forest.info, forest.child, forest.node_value,
+                  forest.node_leaf, forest.roots, forest.depths, rows, outputs, out, leaves, want_leaves)
+
+
+_NO_ROWS = np.empty(0, dtype=np.int32)

@@ -2,7 +2,7 @@
 
 The engine adds every new tree's output to the tracked raw score of every training and
 validation row.  :func:`add_outputs` does it with a compiled walk of the trees over the
-raw features (:class:`smart_lgbm.walk.raw.RawFeatures`), adding for each row and tree
+raw features (:class:`smart_lgbm._engine.walk.raw.RawFeatures`), adding for each row and tree
 exactly the double that ``lightgbm.Booster.predict(raw_score=True)`` adds for that tree,
 with one double addition, so a score summed this way iteration by iteration (from
 zeros) equals ``predict(raw_score=True)`` bit for bit.
@@ -13,7 +13,7 @@ Exactness rules (LightGBM 4.6, ``include/LightGBM/tree.h``, ``src/c_api.cpp``):
   and CSC input drop ``|x| <= kZeroThreshold`` (``1e-35f`` widened to double), which then
   reads 0; CSR input keeps such values (its row function does not filter).  NaN is kept.
   Missing entries of sparse input read 0.  Duplicate entries: the last one of a CSR row
-  wins; in a CSC column the first (see :mod:`smart_lgbm.walk._kernels` for unsorted
+  wins; in a CSC column the first (see :mod:`smart_lgbm._engine.walk._kernels` for unsorted
   columns).
 * Numerical split: missing type None reads NaN as 0; Zero sends NaN and ``|x| <=
   kZeroThreshold`` the default way; NaN sends NaN the default way; otherwise left iff
@@ -23,7 +23,7 @@ Exactness rules (LightGBM 4.6, ``include/LightGBM/tree.h``, ``src/c_api.cpp``):
   is set in the node's bitset (categories past its end go right).
 * A 1-leaf tree adds its only leaf value; its leaf index is 0.
 
-Layouts and copies: the walk reads the arrays :class:`~smart_lgbm.walk.raw.RawFeatures`
+Layouts and copies: the walk reads the arrays :class:`~smart_lgbm._engine.walk.raw.RawFeatures`
 holds (by reference for float32/float64 numpy arrays in any layout and for CSR/CSC
 matrices; see that module for the converted cases).  The walk itself copies nothing:
 dense rows are read in place, blocks of rows at a time; sparse rows are first gathered,
@@ -35,34 +35,20 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING
 from collections.abc import Sequence
 
 import numba
 import numpy as np
 
 from ... import _lightgbm
-from . import _bitmask_kernels as _bk
 from . import _kernels as _k
 from .raw import RawFeatures
-
-if TYPE_CHECKING:
-    from .codes import BinCodes, CodedForest
 
 #: Rows per lockstep block.  Dense: 32-64 were best in the lead's prototype on 2M x 28
 #: float32 (a block's rows stay in L1 while the block descends).  The sparse sizes are
 #: untuned starting points: CSR's buffer is ``rows x split features`` doubles; for CSC a
 #: larger block spreads each column's binary search over more rows.
 DENSE_BLOCK_ROWS = 32
-#: Codes (one byte per row and feature, column-major): 64 rows read one cache line of
-#: each feature a node of the block tests (best of 32/64/128 on 2M x 28, 720k x 136 and
-#: 400k x 60 in development runs; on a9a, 32k rows, 16-1024 rows all cost the same).
-CODES_BLOCK_ROWS = 64
-#: Rows per block of the bitmask walk (trees of at most 64 leaves): each of a tree's tables
-#: is applied to a whole block, so larger blocks spread that loop's set-up over more rows
-#: (contended dev runs, 2M x 28 and 400k x 60, one thread: 1024 as fast as 4096, 256 about
-#: 5-10% slower, 64 about 20% slower); the block's masks, 8 KB, stay in L1.
-BITMASK_BLOCK_ROWS = 1024
 CSR_BLOCK_ROWS = 32
 CSC_BLOCK_ROWS = 128
 #: Chunks of consecutive blocks per numba thread: a few per thread keep the threads busy
@@ -233,50 +219,6 @@ def _flatten_tree(tree: _lightgbm.TreeArrays, k: int, base: int, cat_base: int) 
     nodes["cat_bits"] = tree.cat_threshold
     nodes["depth"] = depth
     return nodes
-
-
-def add_coded_outputs(codes: BinCodes, forest: CodedForest, out: np.ndarray, leaves: np.ndarray | None = None,
-                      known: tuple[np.ndarray, np.ndarray] | None = None, *, rows_checked: bool = False) -> None:
-    """:func:`add_outputs` over bin codes (:mod:`smart_lgbm.walk.codes`): the same doubles
-    added, from one byte per row and feature instead of the raw values.
-
-    ``known``: ``(rows, outputs)``, rows (sorted, unique int32) whose outputs (shape
-    ``(len(rows), K)``) are known already (the engine reads the sampled rows' from
-    LightGBM's tree learner): they are added to ``out`` as they are, and those rows are
-    not walked (their ``leaves`` are left alone).  ``rows_checked``: the caller has already
-    checked that those rows are sorted, unique and in range (the engine's sample, checked
-    once per iteration by :func:`smart_lgbm.iteration.check_sample`); that O(rows) check is
-    then not repeated.
-    """
-    shape = (codes.num_rows, forest.roots.shape[0])
-    _check_output("out", out, np.float64, shape)
-    if leaves is not None:
-        _check_output("leaves", leaves, np.int32, shape)
-    rows, outputs = (_NO_ROWS, np.empty((0, shape[1]))) if known is None else known
-    if not (isinstance(rows, np.ndarray) and rows.dtype == np.int32 and rows.ndim == 1):
-        raise TypeError("known rows must be a 1-D int32 numpy array of sorted row indices")
-    if not (isinstance(outputs, np.ndarray) and outputs.dtype == np.float64
-            and outputs.shape == (rows.shape[0], shape[1])):
-        raise TypeError(f"known outputs must be a float64 array of shape ({rows.shape[0]}, {shape[1]})")
-    if not rows_checked and rows.shape[0] and (rows[0] < 0 or rows[-1] >= shape[0] or np.any(rows[1:] <= rows[:-1])):
-        # (the kernel would walk such rows too and add their known outputs to none)
-        raise ValueError(f"known rows must be sorted, unique and in [0, {shape[0]})")
-    if codes.num_rows == 0:
-        return
-    want_leaves = leaves is not None
-    if leaves is None:
-        leaves = np.empty((0, shape[1]), dtype=np.int32)
-    chunks = CHUNKS_PER_THREAD * numba.get_num_threads()
-    bm = forest.bitmask
-    if bm is not None:
-        _bk.walk_bitmask(codes.codes, BITMASK_BLOCK_ROWS, chunks, bm.tstart, bm.tcol, bm.table, bm.leaf_value,
-                         bm.leaf_index, rows, outputs, out, leaves, want_leaves)
-        return
-    _k.walk_codes(codes.codes, CODES_BLOCK_ROWS, chunks, forest.info, forest.child, forest.node_value,
-                  forest.node_leaf, forest.roots, forest.depths, rows, outputs, out, leaves, want_leaves)
-
-
-_NO_ROWS = np.empty(0, dtype=np.int32)
 
 
 def add_outputs(features: RawFeatures, forest: Forest, out: np.ndarray,

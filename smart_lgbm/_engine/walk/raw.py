@@ -1,4 +1,4 @@
-"""The caller's raw features, held as :mod:`smart_lgbm.walk` reads them.
+"""The caller's raw features, held as :mod:`smart_lgbm._engine.walk` reads them.
 
 :meth:`RawFeatures.from_data` accepts what ``lightgbm.Booster.predict`` accepts in memory
 and keeps it **by reference** wherever LightGBM would read the values unchanged:
@@ -10,7 +10,7 @@ and keeps it **by reference** wherever LightGBM would read the values unchanged:
   (int32 or int64 indices; other integer index dtypes are converted to int32, as
   LightGBM does).  Non-canonical input (duplicate entries, unsorted indices, explicit
   zeros) is kept as it is; the walk reads it exactly as LightGBM's predictor does (see
-  :mod:`smart_lgbm.walk._kernels`).  A CSC matrix with a column whose row indices are not
+  :mod:`smart_lgbm._engine.walk._kernels`).  A CSC matrix with a column whose row indices are not
   sorted also gets the running maximum of its row indices per column (one index array,
   a copy of ``indices``' size) that the walk searches.  Other sparse formats and sparse
   arrays are converted with ``scipy.sparse.csr_matrix(data)``, exactly as

@@ -1,14 +1,10 @@
-"""Python front of the compiled sampler kernels (:mod:`._kernels`).
+"""The samplers' rate solve: the Python front of :mod:`._rate_solve_kernels`.
 
-The built-in samplers describe *what* to draw; this module runs it over all rows in a few
-O(n) compiled passes, without n-sized temporaries beyond the sample it returns:
+The built-in samplers describe *what* to draw; this module finds the ``rho`` of
+``p_i = min(1, rho * s_i)`` for their importances ``s_i`` in a few O(n) compiled passes,
+without n-sized temporaries (:func:`solve`; :func:`.draw.draw_sample` then draws).
 
-1. :func:`solve`: validate the importances and find ``rho`` (scale-free rate solve);
-2. :func:`draw_sample`: Bernoulli draw with counter-based random numbers, then the drawn
-   rows' reweighted fitting gradients.
-3. :func:`trim`: weight trimming's O(n) selection.
-
-Rate solve.  ``sum_i min(1, rho * s_i) = rate * n`` is solved on ``t_i = s_i * 2**-e``
+``sum_i min(1, rho * s_i) = rate * n`` is solved on ``t_i = s_i * 2**-e``
 (``2**e`` the power of two just above the largest importance), so the scale of the
 importances does not matter.  One pass gives the largest importance and the scaled sum; if
 no row reaches ``p = 1`` at ``rho = m / sum(t)`` that is the answer.  Otherwise a histogram
@@ -20,116 +16,44 @@ or from the previous iteration's ``rho`` when the sampler passes it (``start``).
 ``_HISTOGRAM_ROWS`` rows on, a ``start`` is tried before the histogram: one pass gathers
 the rows near its threshold, Newton's iteration runs on those rows alone, and one capping
 round confirms the root (:func:`_settle_from_guess`: the cold solve's double, or nothing and
-the histogram runs).  After ``max_rounds`` Newton
-passes (never seen outside contrived spectra) an exact sort-based solve takes over.
+the histogram runs).  After ``max_rounds`` Newton passes (never seen outside contrived spectra) an exact sort-based solve takes over.
 """
 
 from __future__ import annotations
 
-import functools
 import math
-import threading
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
+from .._numba.kernel_constants import BLOCK, BUFFER, CONST, FIRST, KIND_MARKERS, MVS, SECOND
+from .buffers import Workspace
+
 _EMPTY_F64 = np.empty(0, dtype=np.float64)
 
-#: Importance kinds the kernels recompute per row: ``|g_i|``, ``sum_k h_ik``, MVS's
-#: ``sqrt(|g_i|^2 + lambda |h_i|^2)``, a float64 buffer, the constant 1 (uniform).
-FIRST, SECOND, MVS, BUFFER, CONST = 0, 1, 2, 3, 4
-#: Each kind as the sampler kernels receive it: a zero-length array whose dtype names the
-#: kind, so that numba compiles a kernel once per kind it is used with, and only that kind's
-#: code (``_kernels._score_of_kind``).
-KIND_MARKERS: dict[int, np.ndarray] = {FIRST: np.empty(0, np.int8), SECOND: np.empty(0, np.int16),
-                                       MVS: np.empty(0, np.int32), BUFFER: np.empty(0, np.uint8),
-                                       CONST: np.empty(0, np.uint16)}
-#: LossBased's marker: the importance is the loss's per-row loss (clipped at 0), in a buffer.
-LOSS = -1
-#: The kinds a built-in sampler can register as its compiled importance.
-IMPORTANCE_KINDS = frozenset({FIRST, SECOND, MVS, LOSS})
-#: Fitting gradient of a drawn row: plain, minus the anchor, or SecondOrder's regularised one.
-FIT_PLAIN, FIT_ANCHOR, FIT_REGULARISED = 0, 1, 2
-#: Rows per block of the row-wise reductions and of the draw (the kernels' ``BLOCK``).
-BLOCK = 16384
-#: What the engine's fused pass (:mod:`smart_lgbm.fused`) gathers for a sampler's next
-#: rate solve: nothing, :func:`_kernels.scan`'s per-block values of one importance kind, or
-#: the per-block sums of MVS's automatic lambda.
-STATS_NONE, STATS_SCAN, STATS_NORMS = 0, 1, 2
+_KERNELS: Any = None
+_ROWS: Any = None
 
 
-_KERNELS = None
-_SOLVE_KERNELS = None
-
-
-def _kernels():
+def _kernels() -> Any:
+    """The rate solve's kernels (numba loads on first use, not when smart_lgbm is imported)."""
     global _KERNELS
-    if _KERNELS is None:  # numba loads on first use, not when smart_lgbm is imported
-        from . import _kernels as kernels
+    if _KERNELS is None:
+        from . import _rate_solve_kernels as kernels
 
         _KERNELS = kernels
     return _KERNELS
 
 
-def _solve_kernels():
-    global _SOLVE_KERNELS
-    if _SOLVE_KERNELS is None:  # (as _kernels)
-        from . import _solve_kernels as kernels
+def _rows() -> Any:
+    """The row kernels shared with the draw (MVS's automatic lambda)."""
+    global _ROWS
+    if _ROWS is None:
+        from . import _importance_kernels as kernels
 
-        _SOLVE_KERNELS = kernels
-    return _SOLVE_KERNELS
-
-
-class Workspace:
-    """Buffers a sampler reuses across iterations.
-
-    Per thread (one sampler object may serve concurrent runs), and never copied or
-    pickled with the sampler.
-    """
-
-    def __init__(self) -> None:
-        self._local = threading.local()
-
-    def value(self, name: str) -> object:
-        """A small value kept under ``name`` (None if none)."""
-        return self._local.__dict__.setdefault("values", {}).get(name)
-
-    def keep(self, name: str, value: object) -> None:
-        self._local.__dict__.setdefault("values", {})[name] = value
-
-    def array(self, name: str, n: int, dtype: type) -> np.ndarray:
-        arrays = self._local.__dict__.setdefault("arrays", {})
-        arr = arrays.get(name)
-        if arr is None or arr.shape != (n,) or arr.dtype != dtype:
-            arr = np.empty(n, dtype=dtype)
-            arrays[name] = arr
-        return arr
-
-    def __deepcopy__(self, memo: dict) -> Workspace:
-        return Workspace()
-
-    def __getstate__(self) -> dict:
-        return {}
-
-    def __setstate__(self, state: dict) -> None:
-        self._local = threading.local()
-
-
-def workspace_of(owner: object) -> Workspace:
-    """The :class:`Workspace` stored on ``owner`` (created on first use)."""
-    ws = owner.__dict__.get("_workspace")
-    if ws is None:
-        ws = Workspace()
-        owner.__dict__["_workspace"] = ws
-    return ws
-
-
-def as_rows(values: np.ndarray) -> np.ndarray:
-    """``(n,)`` or ``(n, K)`` -> C-contiguous ``(n, K)`` in float32 or float64 (no copy when possible)."""
-    arr = np.asarray(values)
-    dtype = arr.dtype if arr.dtype in (np.float32, np.float64) else np.float64
-    arr = np.ascontiguousarray(arr, dtype=dtype)
-    return arr.reshape(arr.shape[0], -1) if arr.ndim == 1 else arr
+        _ROWS = kernels
+    return _ROWS
 
 
 @dataclass(frozen=True)
@@ -180,9 +104,9 @@ def mvs_lambda(g: np.ndarray, h: np.ndarray, statistics: Statistics | None = Non
     ``statistics``: the fused pass's per-block sums of these ``g, h``, used instead of a pass.
     """
     if statistics is not None and statistics.norms is not None:
-        g_sum, h_sum = _kernels().norm_totals(statistics.norms)
+        g_sum, h_sum = _rows().norm_totals(statistics.norms)
     else:
-        g_sum, h_sum = _kernels().norm_sums(g.shape[0], g, h)
+        g_sum, h_sum = _rows().norm_sums(g.shape[0], g, h)
     return (g_sum / h_sum) ** 2 if h_sum > 0 else 0.0
 
 
@@ -279,7 +203,7 @@ def compile_rate_solve() -> int:
     (``compare``'s pre-flight, the rate-schedule probe) may leave them to be compiled in
     the middle of a timed run (seen: a 0.33 s stall at a9a's 6th iteration).  Each is called
     here once on a few rows of each recorded layout, through the twin the current
-    :func:`smart_lgbm._twins.parallel_from` setting picks for them (call it inside
+    :func:`smart_lgbm._numba.row_kernel.parallel_from` setting picks for them (call it inside
     ``parallel_from(0)`` as well to compile the parallel twins).
 
     Returns
@@ -296,7 +220,7 @@ def compile_rate_solve() -> int:
         k.bracket(count, sums, 2.0)
         k.cap_round(*imp.args(), c1, c2, 0.5, np.empty(n_blocks(n), np.int64),
                     *[np.empty(n_blocks(n)) for _ in range(3)])
-        _solve_kernels().cap_rounds(*imp.args(), c1, c2, 2.0, 0.5, 0, 0.75, 4, np.empty(n_blocks(n), np.int64),
+        _kernels().cap_rounds(*imp.args(), c1, c2, 2.0, 0.5, 0, 0.75, 4, np.empty(n_blocks(n), np.int64),
                                     np.empty(n_blocks(n)))
         scratch, counts = np.empty(n, np.int32), np.empty(n_blocks(n), np.int64)
         k.window_rows(*imp.args(), c1, c2, 0.25, 0.75, scratch, counts, np.empty(n_blocks(n), np.int64),
@@ -343,8 +267,8 @@ def _sums_plainly(imp: Importance) -> bool:
     ``|g_i|`` and ``sum_k h_ik`` lie in [2^-149, K 2^128]; MVS's ``sqrt(|g_i|^2 + lambda
     |h_i|^2)`` with ``0 <= lambda <= 2^200`` lies in [2^-537, sqrt(K) 2^229] (a positive
     square under 2^-1022 still has a normal root), and so do the scaled values, down to
-    2^-770.  One pass instead of two square roots per row: MVS's scan on 2M rows took 6.6 ms,
-    the whole FirstOrder draw 4.5 (a development run).
+    2^-770.  One pass instead of two square roots per row: MVS's scan alone would cost more
+    than FirstOrder's whole draw.
     """
     if imp.g.dtype != np.float32:
         return False
@@ -418,8 +342,7 @@ def _refuse_bad(n_bad: int, owner: str) -> None:
 
 #: From this many rows on, the rate solve brackets the threshold with a histogram pass
 #: before its capping rounds; below, the histogram's per-row work costs more than the few
-#: plain capping rounds it saves (a development run on a9a, 32,561 rows, not a committed
-#: benchmark: 0.15 ms against about 0.03 ms a round).
+#: plain capping rounds it saves.
 _HISTOGRAM_ROWS = 1 << 17
 
 
@@ -475,9 +398,9 @@ def _rate_rho(imp: Importance, m: float, n_pos: int, smax: float, exponent: int,
         if exact:
             return c1, c2, rho
         guess = None  # (only the plain rounds below take one, below the cold start: that one is closer)
-    # Newton's capping rounds, all in one compiled call (_solve_kernels.cap_rounds: the
+    # Newton's capping rounds, all in one compiled call (_rate_solve_kernels.cap_rounds: the
     # rounds' Python loop and per-call dispatch cost more than a round on small data)
-    rho = _solve_kernels().cap_rounds(*imp.args(), c1, c2, float(m), rho, capped, 0.0 if guess is None else guess,
+    rho = _kernels().cap_rounds(*imp.args(), c1, c2, float(m), rho, capped, 0.0 if guess is None else guess,
                                       max_rounds, np.empty(nb, np.int64), np.empty(nb))
     if not math.isnan(rho):
         return c1, c2, rho
@@ -485,9 +408,8 @@ def _rate_rho(imp: Importance, m: float, n_pos: int, smax: float, exponent: int,
 
 
 #: :func:`_settle_from_guess` looks for the root's threshold ``1/rho`` within this factor of
-#: the guess's, both ways.  On higgs-like data (2M rows, MVS at rate 0.4, 300 iterations) the
-#: solved ``rho`` moved between iterations by 0.05% (median), 0.5% (90th percentile), 2.3%
-#: (99th) and 3% at most (a development run): every solve settled from its guess.
+#: the guess's, both ways: between two iterations the solved ``rho`` moves by a few percent
+#: at most, so a solve settles from its guess; one that does not falls back to the cold solve.
 _WINDOW = 1.05
 #: How clearly the root's capped set must be settled for :func:`_settle_from_guess` to keep
 #: it: ``rho t`` at least ``1 + _MARGIN`` at its lowest capped row and at most ``1 - _MARGIN``
@@ -571,180 +493,3 @@ def probabilities(solution: Solution) -> np.ndarray:
     out = np.empty(solution.importance.n)
     _kernels().probabilities(*solution.importance.args(), solution.c1, solution.c2, solution.rho, out)
     return out
-
-
-@dataclass(frozen=True)
-class Fit:
-    """The gradient a drawn row fits before ``1/p``: ``source`` (``(n, K)``), optionally
-    minus ``anchor``, optionally plus ``eta`` times the anchor's leaf means."""
-
-    source: np.ndarray
-    mode: int = 0
-    anchor: np.ndarray | None = None
-    leaves: np.ndarray | None = None
-    means: np.ndarray | None = None
-    eta: float = 0.0
-
-
-def draw_sample(solution: Solution, h: np.ndarray, fit: Fit, rng: np.random.Generator | None, workspace: Workspace,
-                squeeze: bool, key: np.uint64 | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Draw row ``i`` with probability ``p_i`` and return it with ``g~ / p_i``, ``h / p_i``.
-
-    The uniforms come from one 64-bit key: ``key`` when given (the iteration's generator's
-    first ``random_raw()``, :func:`smart_lgbm.iteration.draw_key`; ``rng`` is then not read),
-    else taken from ``rng``; an empty draw is replaced by
-    the single row minimising ``u_i / p_i`` (see ``_kernels.closest_row``).
-    Returns ``(indices, grad, hess)`` of the sample; ``squeeze`` gives ``(m,)`` gradients
-    instead of ``(m, 1)``.
-    """
-    k = _kernels()
-    imp = solution.importance
-    sol = (solution.c1, solution.c2, solution.rho)
-    if key is None:
-        if rng is None:
-            raise TypeError("draw_sample needs a generator (rng) or its key")
-        key = np.uint64(rng.bit_generator.random_raw())
-    scratch = workspace.array("draw", imp.n, np.int32)
-    nb = n_blocks(imp.n)
-    counts, offsets = workspace.array("counts", nb, np.int64), workspace.array("offsets", nb, np.int64)
-    m = k.draw(*imp.args(), *sol, key, scratch, counts, offsets)
-    block = k.BLOCK
-    if m == 0:
-        row = k.closest_row(*imp.args(), *sol, key)
-        scratch = np.array([row], dtype=np.int32)
-        counts, offsets, m = np.ones(1, dtype=np.int64), np.zeros(1, dtype=np.int64), 1
-    num_class = h.shape[1]
-    src = fit.source
-    anchor = fit.anchor if fit.anchor is not None else _no_rows(num_class, src.dtype, read_only=True)
-    leaves = fit.leaves if fit.leaves is not None else _no_rows(num_class, np.dtype(np.int32))
-    means = fit.means if fit.means is not None else _no_rows(0, np.dtype(np.float64))
-    out_idx = np.empty(m, dtype=np.int32)
-    out_g = np.empty((m, num_class), dtype=src.dtype)
-    out_h = np.empty((m, num_class), dtype=h.dtype)
-    k.gather(*imp.args(), *sol, scratch, counts, offsets, block,
-             src, h, anchor, leaves, means, fit.eta, fit.mode, out_idx, out_g, out_h)
-    if squeeze:
-        out_g, out_h = out_g.reshape(m), out_h.reshape(m)
-    return out_idx, out_g, out_h
-
-
-@functools.cache
-def _no_rows(num_class: int, dtype: np.dtype, read_only: bool = False) -> np.ndarray:
-    """An empty ``(0, num_class)`` array standing for an unused gather input, made once
-    (nothing can be written into an empty array, so one is shared by every draw)."""
-    arr = np.empty((0, num_class), dtype=dtype)
-    return _read_only(arr) if read_only else arr
-
-
-def _read_only(arr: np.ndarray) -> np.ndarray:
-    # anchors are read-only views of the history's ring buffers; numba compiles a kernel
-    # once per array type, and read-only is part of the type
-    arr.flags.writeable = False
-    return arr
-
-
-def leaf_means(values: np.ndarray, leaves: np.ndarray) -> np.ndarray:
-    """``means[k, l]``: the mean of ``values[:, k]`` over the rows of leaf ``l`` in tree ``k``.
-
-    ``values`` and ``leaves`` are ``(n, K)``; sums run over a fixed block partition, so the
-    means do not depend on the number of threads.
-    """
-    n_leaves = int(leaves.max()) + 1 if leaves.size else 1
-    return _kernels().leaf_means(values, leaves, n_leaves)
-
-
-def check_leaves(leaves: object, shape: tuple[int, int], owner: str, name: str = "history.leaves") -> np.ndarray:
-    """Each row's leaf per tree as C-contiguous int32 ``(n, K)``; refuses other shapes and negatives."""
-    arr = np.asarray(leaves)
-    n, num_class = shape
-    expected = (n,) if num_class == 1 else (n, num_class)
-    if arr.dtype.kind not in "iu" or arr.shape != expected:
-        raise ValueError(f"{owner}: {name} must be an integer array of shape {expected}, got {arr.dtype} {arr.shape}")
-    if arr.size and arr.min() < 0:
-        raise ValueError(f"{owner}: {name} must be non-negative leaf indices")
-    return np.ascontiguousarray(arr, dtype=np.int32).reshape(n, num_class)
-
-
-def trim(g: np.ndarray, h: np.ndarray, alpha: float, owner: str,
-         squeeze: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Weight trimming in O(n): drop the longest prefix of the rows ordered by
-    ``(w_i, i)``, ``w_i = sum_k h_ik``, whose weights sum to at most ``alpha * sum(w)``,
-    but never every row; the rest keep ``g, h`` unweighted.  Returns ``(indices, grad, hess)``.
-
-    The boundary weight ``tau`` is found by histogram passes over the weights' bit patterns
-    (12 bits per pass, at most 6 passes; one when all weights are equal), then the rows
-    below ``tau`` are dropped and the rows equal to ``tau`` are dropped in row order while
-    the sum allows: the same rows a stable sort by weight would drop.
-
-    Raises
-    ------
-    ValueError
-        Naming ``owner``, if a weight is NaN, infinite or negative.
-    """
-    k = _kernels()
-    n = h.shape[0]
-    shift_hi, prefix = 63, 0
-    dropped_sum = 0.0  # weights of the rows known to be dropped
-    budget = None
-    tied_drop = 0
-    while True:
-        shift_lo = max(0, shift_hi - k.DIGIT_BITS)
-        count, sums, kmin, kmax, n_bad = k.trim_histogram(n, h, shift_hi, prefix, shift_lo)
-        if n_bad:
-            raise ValueError(f"{owner}: weights (row sums of the hessian) must be finite and non-negative; "
-                             f"{n_bad} are NaN, infinite or negative")
-        if budget is None:
-            budget = alpha * float(sums.sum())
-        if kmin == kmax:  # one value left in range: drop as many of its rows as fit
-            tau, tied = int(kmin), int(count.sum())
-            tied_drop = _ties_that_fit(_value_of(tau), tied, budget - dropped_sum)
-            break
-        cumulative = dropped_sum + np.cumsum(sums)
-        fits = cumulative <= budget
-        if fits.all():  # (rounding only) the whole range fits: drop it all
-            tau, tied_drop = int(kmax), n
-            break
-        d = int(np.argmin(fits))  # the digit holding the boundary
-        dropped_sum = float(cumulative[d - 1]) if d > 0 else dropped_sum
-        prefix = (prefix << (shift_hi - shift_lo)) | d
-        shift_hi = shift_lo
-        if shift_hi == 0:  # a single key: the digit was the last bits
-            tau = prefix
-            tied_drop = _ties_that_fit(_value_of(tau), int(count[d]), budget - dropped_sum)
-            break
-    less, ties = k.trim_counts(n, h, np.int64(tau))
-    n_ties = int(ties.sum())
-    tied_drop = min(tied_drop, n_ties)
-    if int(less.sum()) + tied_drop >= n:  # never trim every row: keep the last in (w, i) order
-        tied_drop = n_ties - 1
-    tie_start = np.zeros_like(ties)
-    np.cumsum(ties[:-1], out=tie_start[1:])
-    kept = np.full(less.shape[0], k.BLOCK, dtype=np.int64)
-    kept[-1] = n - k.BLOCK * (less.shape[0] - 1)
-    kept -= less + np.clip(tied_drop - tie_start, 0, ties)
-    offsets = np.zeros_like(kept)
-    np.cumsum(kept[:-1], out=offsets[1:])
-    m = int(kept.sum())
-    out_idx = np.empty(m, dtype=np.int32)
-    out_g = np.empty((m, g.shape[1]), dtype=g.dtype)
-    out_h = np.empty((m, h.shape[1]), dtype=h.dtype)
-    k.trim_gather(n, g, h, np.int64(tau), tied_drop, tie_start, offsets, out_idx, out_g, out_h)
-    if squeeze:
-        out_g, out_h = out_g.reshape(m), out_h.reshape(m)
-    return out_idx, out_g, out_h
-
-
-def _value_of(key: int) -> float:
-    return float(np.array([key], dtype=np.int64).view(np.float64)[0])
-
-
-def _ties_that_fit(value: float, count: int, room: float) -> int:
-    """How many rows of weight ``value`` fit in ``room`` (all of them when ``value`` is 0)."""
-    if value == 0.0:
-        return count if room >= 0.0 else 0
-    c = max(0, min(count, int(room // value)))
-    while c > 0 and c * value > room:  # guard the division's rounding
-        c -= 1
-    while c < count and (c + 1) * value <= room:
-        c += 1
-    return c
