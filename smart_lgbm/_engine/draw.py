@@ -19,7 +19,7 @@ message, naming the sampler.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -212,7 +212,9 @@ def draw_iteration(sampler: Sampler, gradients: Gradients, *, loss: Loss, target
     key = draw_key(seed, iteration, stream) if sampler.draws_from_key else None
     state = SamplingState(iteration, gradients.grad, gradients.hess, raw, loss, target, history, run=run,
                           draw_key=key, statistics=gradients.statistics)
-    sample = sampler.sample(state, None if key is not None else stream_rng(seed, iteration, stream))
+    # (a sampler that draws from the key accepts rng=None: Sampler.draws_from_key)
+    rng = cast("np.random.Generator", None) if key is not None else stream_rng(seed, iteration, stream)
+    sample = sampler.sample(state, rng)
     check_sample(sample, target.num_rows, loss.num_model_per_iteration, sampler)
     history.push_gradient(gradients.grad)
     return sample

@@ -12,6 +12,7 @@ run; what the engine does with each parameter is one table, :mod:`.param_roles`.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -97,7 +98,7 @@ def refuse_unsupported(params: dict[str, Any]) -> None:
         raise ValueError(f"device_type={params['device_type']!r} is not supported; the engine runs on 'cpu'")
 
 
-def refuse_for_sampler(params: dict[str, Any], sampler: Any) -> None:
+def refuse_for_sampler(params: Mapping[str, Any], sampler: Any) -> None:
     """Raise ValueError for parameters that only work when every row is in every iteration."""
     from ..samplers import Full
 

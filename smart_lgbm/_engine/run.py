@@ -111,8 +111,9 @@ class BoostingRun:
         self.k = self.loss.num_model_per_iteration
         self.num_rows = train.num_rows
         self.history = GradientHistory(maxlen=sampler.history_length)
-        several = worker is not None and worker.num_machines > 1
-        self.context = RunContext.start(sampler, worker.allgather if several else None)
+        # (the machines' exchange for the sampler: only with several machines)
+        allgather = worker.allgather if worker is not None and worker.num_machines > 1 else None
+        self.context = RunContext.start(sampler, allgather)
         self.trees: list[str] = []
         self.fitter = _lightgbm.OneIterationBooster(config.booster_params(0), self.k, self._train_handle,
                                                     config.subset_params)

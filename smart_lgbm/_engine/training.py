@@ -211,7 +211,8 @@ def _boost(run: BoostingRun, evaluation: Evaluation, callbacks: list[Callable] |
     best_iteration = 0
     trees_after: list[int] = []  # number of trees in the model after each iteration
     for it in range(num_rounds):
-        env_args = dict(model=model, params=env_params, iteration=it, begin_iteration=0, end_iteration=num_rounds)
+        env_args: dict[str, Any] = dict(model=model, params=env_params, iteration=it, begin_iteration=0,
+                                        end_iteration=num_rounds)
         for cb in before:
             cb(lgb_callback.CallbackEnv(**env_args, evaluation_result_list=None))
         record = run.step(it)
