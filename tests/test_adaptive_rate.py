@@ -379,6 +379,29 @@ def test_no_leaves_no_decision():
     assert sampler.rate.rate_for(run.sampler_state, 3) == 0.1
 
 
+def test_each_run_owns_its_controller_state_made_by_the_samplers_hook():
+    # the state lives in the run's context, made by Sampler.start_run: one sampler object
+    # serves two runs at once, each growing (or not) at its own pace
+    n_leaves, per_leaf = 8, 1000
+    leaves = np.arange(per_leaf * n_leaves) // per_leaf
+    noise = _leaf_gradients(per_leaf, 516, n_leaves)  # noise-dominated: the rate grows
+    signal = _leaf_gradients(per_leaf, 700, n_leaves)  # signal-dominated: the rate stays
+    sampler = sl.Uniform(rate=sl.AdaptiveRate(start=0.2, window=1))
+    runs = {"noise": (noise, GradientHistory(leaves=leaves), RunContext.start(sampler)),
+            "signal": (signal, GradientHistory(leaves=leaves), RunContext.start(sampler))}
+    assert all(isinstance(run.sampler_state, sl.samplers.adaptive.AdaptiveRateState) for _, _, run in runs.values())
+    assert runs["noise"][2].sampler_state is not runs["signal"][2].sampler_state
+    rates = {name: [] for name in runs}
+    for it in range(3):
+        for name, (grad, history, run) in runs.items():  # interleaved, as two concurrent runs
+            size = sampler.sample(_state(it, grad, history, run), np.random.default_rng(it)).size
+            rates[name].append(size / leaves.shape[0])
+    assert rates["noise"][-1] > 0.35 and all(r == pytest.approx(0.2, abs=0.03) for r in rates["signal"])
+    assert runs["noise"][2].sampler_state.rate > runs["signal"][2].sampler_state.rate == 0.2
+    # a fixed rate keeps no per-run state; nor do samplers without a start_run of their own
+    assert sl.Uniform(rate=0.3).start_run() is None and sl.Full().start_run() is None
+
+
 # ---------------------------------------------------------------- arguments
 
 

@@ -208,7 +208,7 @@ CASES = {
     "binary-second_order": ("binary", lambda: sl.SecondOrder(rate=0.2, anchor_lag=1), {"leaf_means", "gather"}),
     "binary-weight_trimming": ("binary", lambda: sl.WeightTrimming(alpha=0.1),
                                {"trim_histogram", "trim_counts", "trim_gather"}),
-    "binary-loss_based": ("binary", lambda: sl.LossBased(rate=0.2), {"binary_loss", "draw"}),
+    "binary-loss_based": ("binary", lambda: sl.LossBased(rate=0.2), {"binary_loss", "binary_gradients", "draw"}),
     "multiclass-first_order": ("multiclass", lambda: sl.FirstOrder(rate=0.2), {"gradients_statistics"}),
     "multiclass-loss_based": ("multiclass", lambda: sl.LossBased(rate=0.2), {"softmax_gradients", "softmax_loss"}),
     "regression-loss_based": ("regression", lambda: sl.LossBased(rate=0.2), {"l2_gradients", "l2_loss"}),
