@@ -470,7 +470,7 @@ def test_run_is_released_before_the_final_model_and_env_model_still_answers(a9a_
 
     def spy_model_string(self, num_trees=None, parameters=None, metric=None):
         if parameters is not None:  # the final model's text
-            states.append((bool(self.fitter.handle), self.train.data.handle, self.train.walk, self.fused))
+            states.append((bool(self.fitter.handle), self.train.data.handle, self.train.walk, self.sweep))
         return model_string(self, num_trees, parameters, metric)
 
     monkeypatch.setattr(BoostingRun, "model_string", spy_model_string)

@@ -20,9 +20,9 @@ from typing import Any
 import numpy as np
 
 from . import refit
+from .data import EngineSet
 from .draw import Gradients
 from .sweep import GradientSweep
-from .data import EngineSet
 from .update_plan import TRAIN, Features, Source, UpdatePlan
 from .walk import BinCodes, CodeBook, CodedForest, Forest, RawFeatures, add_coded_outputs, add_outputs
 
