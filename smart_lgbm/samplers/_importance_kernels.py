@@ -118,9 +118,8 @@ def _score_of_kind(kind, g, h, buf, lam, i):
     marker (``kernel_constants.KIND_MARKERS``, a zero-length array whose dtype names the kind): a
     kernel compiles once per kind a run uses (one or two), a type cached and dispatched
     like any other, instead of every kind's branch.  Inlined into the row loop at numba's
-    IR level (``inline="always"``): as a call per row it kept MVS's square roots from
-    vectorising, and MVS's rate solve, draw and gather ran 2.5x slower than the old int
-    kernel (400k rows).  (A run-time int kind is :func:`_any_kind`'s, which the fused pass
+    IR level (``inline="always"``): as a call per row it would keep MVS's square roots from
+    vectorising.  (A run-time int kind is :func:`_any_kind`'s, which the gradient sweep
     calls directly.)"""
     kind_of = _KIND_OF_MARKER.get(getattr(kind, "dtype", None))
     if kind_of is None:
