@@ -262,13 +262,25 @@ def _resolves(dotted: str) -> bool:
             obj: Any = importlib.import_module(".".join(parts[:i]))
         except ImportError:
             continue
-        try:
-            for attr in parts[i:]:
+        for attr in parts[i:]:
+            if hasattr(obj, attr):
                 obj = getattr(obj, attr)
-        except AttributeError:
-            return False
+            elif inspect.isclass(obj) and attr == parts[-1] and _instance_attribute(obj, attr):
+                return True
+            else:
+                return False
         return True
     return False
+
+
+def _instance_attribute(cls: type, name: str) -> bool:
+    """Whether instances of ``cls`` have an attribute ``name`` set in its methods or annotated."""
+    if any(name in getattr(c, "__annotations__", {}) for c in cls.__mro__):
+        return True
+    try:
+        return f"self.{name} =" in inspect.getsource(cls) or f"self.{name}:" in inspect.getsource(cls)
+    except (OSError, TypeError):
+        return False
 
 
 def _package_name(target: str, module: str | None, cls: str | None) -> bool:
