@@ -18,6 +18,7 @@ import argparse
 import functools
 import importlib
 import inspect
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -238,6 +239,10 @@ def generate(srcdir: str | Path) -> list[Path]:
 
 
 def _on_builder_inited(app: Any) -> None:
+    # autosummary writes one page per name into generated/api but never removes the page of
+    # a name that is gone, which would then fail the build as a page outside every toctree:
+    # start from an empty folder (autosummary, connected after this, writes them all again)
+    shutil.rmtree(Path(app.srcdir) / "generated" / "api", ignore_errors=True)
     generate(app.srcdir)
 
 
@@ -313,7 +318,7 @@ def _internal_reference(app: Any, env: Any, node: Any, contnode: Any) -> Any:
 
 def setup(app: Any) -> dict[str, Any]:
     app.add_object_type("config-key", "config-key", indextemplate="pair: %s; config key")
-    app.connect("builder-inited", _on_builder_inited)
+    app.connect("builder-inited", _on_builder_inited, priority=400)  # before autosummary's (500)
     app.connect("autodoc-skip-member", _skip_member)
     app.connect("autodoc-process-bases", _public_bases)
     app.connect("missing-reference", _internal_reference)
