@@ -8,6 +8,7 @@ off, and references to other projects' objects (numpy, LightGBM, ...) are plain 
 from __future__ import annotations
 
 import sys
+import warnings
 from pathlib import Path
 
 DOCS = Path(__file__).resolve().parent
@@ -66,6 +67,10 @@ nitpick_ignore_regex = [
     (r"py:.*", r"(array-like|ndarray|Booster|Dataset|callable|optional|default|object|sequence|mapping|"
                r"path-like|iterable|dict|list|tuple|str|int|float|bool|None|type)"),
 ]
+
+# LightGBM's estimator docstrings (fit, predict), shown on the estimators' pages, have a
+# "Note" section that numpydoc does not know; it renders them all the same
+warnings.filterwarnings("ignore", message="Unknown section Note", category=UserWarning)
 
 html_theme = "furo"
 html_title = f"smart-lgbm {release}"
