@@ -72,6 +72,7 @@ def test_generated_config_reference_has_every_key_with_what_it_accepts():
 
     rate = SPECS["first_order"].param("rate").toml()
     assert f"Accepts {rate.accepted}." in text  # what the key accepts comes from the spec itself
+    assert "Accepts true or false. Default: ``false``." in text  # refit_leaves, as TOML writes it
     assert len(_sampler_keys()) >= 14  # every built-in sampler's parameters (rate, rho, refit_leaves, ...)
 
 

@@ -153,7 +153,8 @@ def _param_entry(name: str, param: Any) -> list[str]:
         default = _literal(f'"{param.none_in_toml}"') if param.none_in_toml else "not set"
     else:
         default = _literal(_toml_value(param.default))
-    return _key_entry(name, param.doc, accepted=toml.accepted, default=default)
+    accepted = toml.accepted.replace("True or False", "true or false")  # TOML's spelling
+    return _key_entry(name, param.doc, accepted=accepted, default=default)
 
 
 def config_rst() -> str:
