@@ -278,7 +278,10 @@ def experiment_markdown(exp: Experiment) -> str:
     previous = None
     for row in exp.rows:
         best = "—" if row.best is None else f"{row.best:.4f} ({row.best_iteration})"
-        method = f"`{row.label}`" if row.what == row.label else f"`{row.label}`: {row.what}"
+        if row.what.split(" ")[0] == row.label:  # the label is the kind: say it once
+            method = f"`{row.label}`{row.what[len(row.label):]}"
+        else:
+            method = f"`{row.label}`: {row.what}"
         cells = [row.group if row.group != previous else "", method, str(row.runs),
                  _reach(row.to_target)]
         if exp.tight is not None:
@@ -326,7 +329,7 @@ def summary_markdown(experiments: Sequence[Experiment], link: str) -> str:
         if best_ours is not None and best_other is not None:
             vs_other = f"{best_other.to_target[0] / best_ours.to_target[0]:.2f}x"  # type: ignore[operator]
         elif best_ours is not None:
-            vs_other = "only smart-lgbm reaches it"
+            vs_other = "only smart-lgbm"
         lines.append(f"| [{exp.name}]({link}#{exp.anchor}) ({_kind_of_data(exp)}) | {target} | {full_cell} | "
                      f"{cell(best_other)} | {cell(best_ours)} | {vs_full} | {vs_other} |")
         notes.append(f"{exp.name}: {', '.join(exp.dates) or NOT_RECORDED}")
