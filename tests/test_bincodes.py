@@ -1,4 +1,4 @@
-"""The walk over bin codes (smart_lgbm.walk.codes) against LightGBM's own predict.
+"""The walk over bin codes (smart_lgbm._engine.walk.codes) against LightGBM's own predict.
 
 As for the raw walk (tests/test_walk.py) every check is exact: the coded walk summed over a
 stock model's iterations, from zeros, must equal ``Booster.predict(raw_score=True)`` bit for

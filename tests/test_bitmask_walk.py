@@ -1,4 +1,4 @@
-"""The bitmask walk over bin codes (smart_lgbm.walk.bitmask) against the lockstep walk.
+"""The bitmask walk over bin codes (smart_lgbm._engine.walk.bitmask) against the lockstep walk.
 
 Both walks decide each node by the same packed test (``code_nodes``' ``info`` word), so on
 any forest, random node tests included (missing codes, either default direction, codes

@@ -14,7 +14,7 @@ with one non-default value.  Where the engine accepts it and stock does too:
 
 Where stock refuses a value, the engine must refuse it too.
 
-The engine's role table (``smart_lgbm/_param_roles.py``) is checked against LightGBM's list
+The engine's role table (``smart_lgbm/_engine/param_roles.py``) is checked against LightGBM's list
 too: it names only LightGBM main parameters, and every parameter it says defines the loss or
 the metrics is refused by a ``reset_parameter`` callback mid-run, naming it.
 """

@@ -1,4 +1,4 @@
-"""Leaf values refitted on every training row (``refit_leaves``, :mod:`smart_lgbm.refit`):
+"""Leaf values refitted on every training row (``refit_leaves``, :mod:`smart_lgbm._engine.refit`):
 each leaf's value is LightGBM's Newton step from the sums of all its rows, the tracked scores
 are the saved model's, fused equals unfused, and the run is the same at any thread count."""
 

@@ -1,4 +1,4 @@
-"""Serial and parallel twins of the row kernels (:mod:`smart_lgbm._twins`): same bits, and
+"""Serial and parallel twins of the row kernels (:mod:`smart_lgbm._numba.row_kernel`): same bits, and
 the row count picks the twin.
 
 Every case runs on data spanning several of the kernels' blocks (``BLOCK`` = 16,384 rows,

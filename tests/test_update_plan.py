@@ -1,4 +1,4 @@
-"""The update plan (smart_lgbm/update_plan.py): where each set's new scores come from, over
+"""The update plan (smart_lgbm/_engine/update_plan.py): where each set's new scores come from, over
 every combination of its inputs, and the engine following it by key."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The raw-feature walk (smart_lgbm.walk.forest, smart_lgbm.walk.raw) against LightGBM's own predict.
+"""The raw-feature walk (smart_lgbm._engine.walk.forest, smart_lgbm._engine.walk.raw) against LightGBM's own predict.
 
 Every check is exact: summing ``add_outputs`` over a stock model's iterations, in order and
 from zeros, must give ``Booster.predict(raw_score=True)`` bit for bit after every
