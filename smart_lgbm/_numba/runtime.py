@@ -1,7 +1,7 @@
 """numba's runtime functions (NRT) loaded from a cached object file instead of compiled by LLVM.
 
 numba sets its runtime up on the first call of any compiled function, even one loaded from
-the on-disk cache: it compiles a small LLVM module of reference-counting helpers
+the on-disk cache: it compiles a small LLVM module of reference-counting functions
 (``numba.core.runtime.nrtdynmod.compile_nrt_functions``) through LLVM's optimizer and code
 generator.  Those run nowhere else in a process whose kernels all come from the cache, yet
 the compile pages in about 27 MB of LLVM's code (file-backed RSS, measured by
