@@ -38,6 +38,7 @@ from smart_lgbm.datasets.synthetic import make_dense_binary  # noqa: E402
 from smart_lgbm._engine.walk import CodeBook, Forest, RawFeatures  # noqa: E402
 from smart_lgbm._engine.walk import _bitmask_kernels as _bk  # noqa: E402
 from smart_lgbm._engine.walk import _kernels as _k  # noqa: E402
+from smart_lgbm._engine.walk import codes as _codes  # noqa: E402
 from smart_lgbm._engine.walk import forest as _forest  # noqa: E402
 
 CASES = {"higgs-like": (2_000_000, 28, 63), "400k-60": (400_000, 60, 31)}
@@ -99,7 +100,7 @@ def main() -> None:
 
         def old(i, out, lv, want):
             cf = forests[i]
-            _k.walk_codes(c, _forest.CODES_BLOCK_ROWS, chunks, cf.info, cf.child, cf.node_value, cf.node_leaf,
+            _k.walk_codes(c, _codes.CODES_BLOCK_ROWS, chunks, cf.info, cf.child, cf.node_value, cf.node_leaf,
                           cf.roots, cf.depths, skip, skip_out, out, lv, want)
 
 
