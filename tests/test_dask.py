@@ -31,8 +31,8 @@ from distributed import Client, LocalCluster
 from sklearn.metrics import roc_auc_score
 
 from smart_lgbm import MVS, FirstOrder, Full, SmartClassifier, SmartObjective, SmartRanker, SmartRegressor
-from smart_lgbm.dask import training as dask_training
-from smart_lgbm.dask import worker as dask_worker
+from smart_lgbm.dask import training as dask_training  # noqa: E402  (after the importorskip above)
+from smart_lgbm.dask import worker as dask_worker  # noqa: E402
 from smart_lgbm.dask import DaskSmartClassifier, DaskSmartRanker, DaskSmartRegressor, DaskTrainingError
 
 pytestmark = pytest.mark.filterwarnings("ignore:Parameter n_jobs will be ignored", "ignore:.*eval_set.*deprecated")
