@@ -104,4 +104,4 @@ def test_matplotlib_is_the_compare_extra_that_the_scripts_install():
     assert not [d for d in project["dependencies"] if d.startswith("matplotlib")]
     assert [d for d in project["optional-dependencies"]["compare"] if d.startswith("matplotlib")]
     # scripts/test, scripts/run and .ci/run create their environments with scripts/venv.sh
-    assert '-e ".[test,dask,compare]"' in (ROOT / "scripts" / "venv.sh").read_text()
+    assert '-e ".[test,dask,compare,peers]"' in (ROOT / "scripts" / "venv.sh").read_text()
