@@ -331,3 +331,27 @@ def test_compare_with_peers_end_to_end_and_run_keeps_their_models(tmp_path, caps
     model = cb.CatBoost().load_model(str(folder / "model_catboost_seed1.txt"), format="json")
     (run,) = json.loads((folder / "run_catboost.json").read_text())["runs"]
     assert np.mean((model.predict(valid.X) - valid.y) ** 2) == pytest.approx(run["values"][-1], rel=1e-6)
+
+
+def test_tables_with_peers_state_each_library_s_best_quality():
+    from smart_lgbm.compare.report import build_table, mean_curves, to_markdown
+
+    def rec(method, kind, values):
+        return RunRecord("e", method, kind, 0, "binary_logloss", False, list(values), [1.0] * len(values),
+                         [1.0] * len(values))
+
+    records = [rec("stock_full", "stock_full", [0.6, 0.5, 0.45, 0.46]),
+               rec("stock_goss", "stock_goss", [0.6, 0.52, 0.47, 0.47]),
+               rec("fo", "first_order", [0.55, 0.46, 0.451, 0.452]),
+               rec("xgb", "xgboost_hist", [0.6, 0.5, 0.452, 0.449]),
+               rec("cb", "catboost", [0.61, 0.55, 0.5, 0.44]),   # ends better than LightGBM
+               rec("cb_half", "catboost", [0.62, 0.56, 0.51, 0.48])]
+    table = build_table("e", "binary_logloss", False, mean_curves(records))
+    assert table.library_best == [("LightGBM", "stock_full", 0.45), ("smart-lgbm", "fo", 0.451),
+                                  ("XGBoost", "xgb", 0.449), ("CatBoost", "cb", 0.44)]
+    text = to_markdown(table)
+    assert ("Best quality by library: LightGBM 0.4500 (stock_full, +0.0000 (same) against stock_full); smart-lgbm "
+            "0.4510 (fo, +0.0010 (worse) against stock_full); XGBoost 0.4490 (xgb, -0.0010 (better) against "
+            "stock_full); CatBoost 0.4400 (cb, -0.0100 (better) against stock_full).") in text
+    # without peers the table is as before
+    assert build_table("e", "binary_logloss", False, mean_curves(records[:3])).library_best == []
