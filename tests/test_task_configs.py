@@ -96,7 +96,7 @@ def test_task_configs_hold_every_method_family_and_a_tight_target(name, metric, 
     (exp,) = load_config(CONFIGS / name).experiments
     assert exp.metric == metric and exp.params["objective"] == objective
     assert exp.target_method == "stock_full" and exp.target_at == "best"
-    assert exp.tolerance <= 0.001
+    assert exp.tolerance <= 0.0015
     kinds = {m.kind for m in exp.methods}
     assert {"stock_full", "stock_bagging", "stock_goss", "stock_quantized", "xgboost_hist", "catboost",
             "first_order", "mvs", "uniform"} <= kinds
