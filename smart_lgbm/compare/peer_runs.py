@@ -81,7 +81,7 @@ def _xgboost(params: dict[str, Any], data: ExperimentData, rounds: int, clock: _
 
     train = data.train
     dtrain = xgb.QuantileDMatrix(train.X, label=train.y, group=train.group, max_bin=params["max_bin"],
-                                 nthread=params.get("nthread", 0))
+                                 nthread=params.get("nthread", -1))
 
     class Timer(xgb.callback.TrainingCallback):
         def before_iteration(self, model: Any, epoch: int, evals_log: Any) -> bool:
@@ -106,7 +106,7 @@ def _xgboost(params: dict[str, Any], data: ExperimentData, rounds: int, clock: _
         X = data.valid.X
         k = int(params.get("num_class", 1))
         zeros = np.zeros((X.shape[0], k) if k > 1 else X.shape[0])
-        dvalid = xgb.DMatrix(X, base_margin=zeros, nthread=params.get("nthread", 0))
+        dvalid = xgb.DMatrix(X, base_margin=zeros, nthread=params.get("nthread", -1))
         # the intercept (base_score as a raw score): one row predicted with and without it
         one = xgb.DMatrix(X[:1], nthread=1)
         one_zero = xgb.DMatrix(X[:1], base_margin=zeros[:1], nthread=1)
