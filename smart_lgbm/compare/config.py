@@ -56,6 +56,7 @@ from ..metrics import ALIASES as _METRIC_ALIASES
 from ..metrics import METRICS as _METRICS
 from ..samplers import registry as _samplers
 from . import peers as _peers
+from .keys import DATA_SOURCES, EXPERIMENT_KEYS, METHOD_KEYS, TOP_KEYS
 
 
 class ConfigError(ValueError):
@@ -104,8 +105,8 @@ _STOCK_OPTIONS: dict[str, tuple[Param, ...]] = {
         Param("quant_train_renew_leaf", (Boolean(),), False, "LightGBM's quant_train_renew_leaf"),
         Param("stochastic_rounding", (Boolean(),), True, "LightGBM's stochastic_rounding")),
 }
-# Every kind also takes the common keys below.  The table name ([methods.LABEL]) is the method's label.
-_METHOD_COMMON = ("kind", "params", "seeds", "rounds", "time_budget")
+# Every kind also takes the common keys (keys.METHOD_KEYS).  The table name ([methods.LABEL]) is the method's label.
+_METHOD_COMMON = tuple(METHOD_KEYS)
 
 
 def engine_kinds() -> tuple[str, ...]:
@@ -127,10 +128,8 @@ def kind_options(kind: str) -> tuple[Param, ...]:
         return _peers.PEER_OPTIONS[kind]
     return tuple(p.toml() for p in _samplers.SPECS[kind].params)
 
-_TOP_KEYS = ("output", "rounds", "seeds", "target", "target_at", "tolerance", "time_budget", "equal_time", "metric",
-             "warmup", "progress_seconds", "params", "methods", "experiments")
-_EXPERIMENT_KEYS = ("name", "data", "metric", "rounds", "method_rounds", "seeds", "target", "target_at", "tolerance",
-                    "time_budget", "equal_time", "params", "methods")
+_TOP_KEYS = tuple(TOP_KEYS)
+_EXPERIMENT_KEYS = tuple(EXPERIMENT_KEYS)
 TARGET_AT = ("best", "final")
 #: Default shares of the reference method's time-to-target at which the equal-time table
 #: compares every method's quality.
@@ -143,14 +142,7 @@ _GENERATOR_FEATURES = {"dense_binary": (136, 16), "dense_multiclass": (40, 16), 
                        "mslr_like": (136, 4), "yahoo_like": (700, 20)}
 FILE_SOURCES = ("svmlight", "lightgbm", "csv", "parquet")
 SOURCES = ("bundled", "synthetic", *FILE_SOURCES)
-_DATA_KEYS = {
-    "bundled": ("source", "name", "max_rows"),
-    "synthetic": ("source", "generator", "n_rows", "n_features", "n_classes", "seed", "test_size", "max_rows"),
-    "svmlight": ("source", "train", "valid", "test_size", "seed", "max_rows"),
-    "lightgbm": ("source", "train", "valid", "train_query", "valid_query", "test_size", "seed", "max_rows"),
-    "csv": ("source", "train", "valid", "label", "group", "features", "test_size", "seed", "max_rows"),
-    "parquet": ("source", "train", "valid", "label", "group", "features", "test_size", "seed", "max_rows"),
-}
+_DATA_KEYS = DATA_SOURCES
 
 # Shared LightGBM parameters that a method or the experiment sets itself (giving them in
 # [params] would silently change what a method means) are refused with the reason: the
@@ -305,7 +297,7 @@ class CompareConfig:
         raise ConfigError(f"no experiment {name!r}; experiments: {names}")
 
 
-# --------------------------------------------------------------------------- helpers
+# --------------------------------------------------------------------------- value checks
 
 def _type_name(value: Any) -> str:
     if isinstance(value, bool):

@@ -22,7 +22,7 @@ def make_dense_binary(
     """Dense binary-classification data with nonlinear structure (HIGGS-like, synthetic).
 
     Features are float32 mixtures: a third standard normal, a third heavy-tailed
-    (|t_3|-like, as HIGGS's momenta), a third uniform on a few discrete levels (binned
+    (``|t_3|``-like, as HIGGS's momenta), a third uniform on a few discrete levels (binned
     with few distinct values, as many web-search features are).  The log-odds is a fixed
     random function of 16 "informative" features: linear terms, pairwise products,
     thresholds and a sine, plus Gaussian noise of scale ``noise``; the rest are
