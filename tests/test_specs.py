@@ -155,7 +155,7 @@ def test_make_sampler_names_a_sampler_s_accepted_parameters():
 
 def test_config_kinds_and_keys_are_the_registry_s():
     assert cfg.engine_kinds() == tuple(registry.SPECS)
-    assert cfg.kinds() == cfg.STOCK_KINDS + tuple(registry.SPECS)
+    assert cfg.kinds() == cfg.STOCK_KINDS + tuple(registry.SPECS) + cfg.PEER_KINDS
     for spec in SPECS:
         assert tuple(p.name for p in cfg.kind_options(spec.name)) == spec.param_names
 
@@ -235,7 +235,7 @@ def test_a_spec_removed_from_the_table_is_no_config_kind(monkeypatch, tmp_path):
     monkeypatch.delitem(registry.SPECS, "mvs")
     path = tmp_path / "c.toml"
     path.write_text(CONFIG.format(line="").replace('"fake"', '"mvs"'))
-    with pytest.raises(cfg.ConfigError, match="key 'kind' is 'mvs'; accepted values: .*loss_based$"):
+    with pytest.raises(cfg.ConfigError, match="key 'kind' is 'mvs'; accepted values: .*loss_based, xgboost_hist, catboost$"):
         cfg.load_config(path)
 
 

@@ -183,11 +183,12 @@ def config_rst() -> str:
              "used in file names). Every method takes these keys, and its kind adds its own below.", "",
              *_documented_keys("methods.", keys.METHOD_KEYS), *_heading("Method kinds", "~")]
     specs = registry.SPECS
+    kind_docs = {**keys.STOCK_KIND_DOCS, **keys.PEER_KIND_DOCS}
     rows = []
     for kind in config.kinds():
         spec = specs.get(kind)
-        what = keys.STOCK_KIND_DOCS.get(kind) or (f":class:`~smart_lgbm.{spec.cls.__name__}`: {_summary(spec.cls)}"
-                                                   if spec else "")
+        what = kind_docs.get(kind) or (f":class:`~smart_lgbm.{spec.cls.__name__}`: {_summary(spec.cls)}"
+                                       if spec else "")
         rows.append((kind, what))
     lines += [".. list-table::", "   :header-rows: 1", "   :widths: 1 4", "", "   * - kind", "     - runs"]
     for kind, what in rows:
@@ -201,7 +202,7 @@ def config_rst() -> str:
             lines += [f"Runs ``smart_lgbm.train`` with :class:`smart_lgbm.{spec.cls.__name__}`; its keys are the "
                       "sampler's parameters, as TOML writes them.", ""]
         else:
-            lines += [keys.STOCK_KIND_DOCS.get(kind, kind) + ".", ""]
+            lines += [kind_docs.get(kind, kind) + ".", ""]
         if not options:
             lines += ["No keys besides the common ones.", ""]
         for param in options:

@@ -32,6 +32,7 @@ from .config import RunConfig, make_config
 from .draw import Gradients, check_sample, draw_iteration, draw_key, iteration_rng, stream_rng
 from .metric_params import evaluator_for
 from .param_roles import COMPARE_RESERVED, FITTING_METRICS, RANDOM_TREE_PARAMS
+from .param_values import flag, integer, number, number_list
 from .params import canonicalize, resolve_loss
 from .training import numba_threads, train
 
@@ -46,8 +47,12 @@ __all__ = [
     "draw_iteration",
     "draw_key",
     "evaluator_for",
+    "flag",
+    "integer",
     "iteration_rng",
     "make_config",
+    "number",
+    "number_list",
     "numba_threads",
     "resolve_loss",
     "stream_rng",

@@ -9,7 +9,8 @@ documented.  Each value is one line: what the key sets, then its default in brac
 
 from __future__ import annotations
 
-__all__ = ["DATA_KEYS", "DATA_SOURCES", "EXPERIMENT_KEYS", "METHOD_KEYS", "STOCK_KIND_DOCS", "TOP_KEYS"]
+__all__ = ["DATA_KEYS", "DATA_SOURCES", "EXPERIMENT_KEYS", "METHOD_KEYS", "PEER_KIND_DOCS", "STOCK_KIND_DOCS",
+           "TOP_KEYS"]
 
 #: Top-level keys of a config file.
 TOP_KEYS: dict[str, str] = {
@@ -52,7 +53,8 @@ EXPERIMENT_KEYS: dict[str, str] = {
 #: Keys every ``[methods.LABEL]`` table takes, whatever its kind; the kind adds its own.
 METHOD_KEYS: dict[str, str] = {
     "kind": "what the method runs: one of the kinds below (the label, when the label is a kind)",
-    "params": "extra LightGBM parameters of this method only ({})",
+    "params": "extra LightGBM parameters of this method only; for XGBoost and CatBoost methods, that library's "
+              "parameters ({})",
     "seeds": "this method's own seeds (the experiment's)",
     "rounds": "this method's own boosting rounds (the experiment's)",
     "time_budget": "this method's own time budget (the experiment's)",
@@ -63,16 +65,26 @@ STOCK_KIND_DOCS: dict[str, str] = {
     "stock_full": "lightgbm.train on every row: the reference",
     "stock_bagging": "lightgbm.train with bagging (bagging_freq = 1)",
     "stock_goss": "lightgbm.train with GOSS (data_sample_strategy = \"goss\")",
+    "stock_quantized": "lightgbm.train with quantised gradients (use_quantized_grad = true)",
+}
+
+#: What the other libraries' kinds run (the ``peers`` extra; docs/compare.md maps the
+#: experiment's LightGBM parameters onto theirs).
+PEER_KIND_DOCS: dict[str, str] = {
+    "xgboost_hist": "xgboost.train with tree_method = \"hist\" and leaf-wise trees; its params are XGBoost's",
+    "catboost": "catboost.CatBoost with plain boosting and symmetric trees; its params are CatBoost's",
 }
 
 #: Every key of a ``data`` table; which keys a source takes is :data:`DATA_SOURCES`.
 DATA_KEYS: dict[str, str] = {
     "source": "where the data come from: \"bundled\", \"synthetic\", \"svmlight\", \"lightgbm\", \"csv\" or "
               "\"parquet\" (required)",
-    "name": "the bundled data set: \"a9a\", \"higgs_sample\" or \"rank_sample\" (required)",
-    "generator": "the generator: \"dense_binary\", \"mslr_like\" or \"yahoo_like\" (required)",
+    "name": "the bundled data set: \"a9a\", \"digits\", \"higgs_sample\" or \"rank_sample\" (required)",
+    "generator": "the generator: \"dense_binary\", \"dense_multiclass\", \"dense_regression\", \"mslr_like\" or "
+                 "\"yahoo_like\" (required)",
     "n_rows": "rows to generate, before the train/validation split (required)",
-    "n_features": "features to generate (136; yahoo_like: 700)",
+    "n_features": "features to generate (136; dense_multiclass, dense_regression: 40; yahoo_like: 700)",
+    "n_classes": "classes of the dense_multiclass generator, at least 2 (5)",
     "train": "the training file, relative to the config file's folder (required)",
     "valid": "the validation file; without it the training file is split (none)",
     "train_query": "the training file's query sizes, LightGBM's .query format (<train>.query)",
@@ -88,7 +100,7 @@ DATA_KEYS: dict[str, str] = {
 #: The keys each data source takes.
 DATA_SOURCES: dict[str, tuple[str, ...]] = {
     "bundled": ("source", "name", "max_rows"),
-    "synthetic": ("source", "generator", "n_rows", "n_features", "seed", "test_size", "max_rows"),
+    "synthetic": ("source", "generator", "n_rows", "n_features", "n_classes", "seed", "test_size", "max_rows"),
     "svmlight": ("source", "train", "valid", "test_size", "seed", "max_rows"),
     "lightgbm": ("source", "train", "valid", "train_query", "valid_query", "test_size", "seed", "max_rows"),
     "csv": ("source", "train", "valid", "label", "group", "features", "test_size", "seed", "max_rows"),

@@ -108,7 +108,9 @@ def _plain(obj: Any) -> Any:
 
 def setup_of(exp: Experiment) -> dict[str, Any]:
     """What every run of an experiment shares, and records must agree on to be merged."""
-    return _plain({"data": dataclasses.asdict(exp.data), "metric": exp.metric, "params": exp.params})
+    data = {key: value for key, value in dataclasses.asdict(exp.data).items()
+            if not (key in exp.data.LATER_FIELDS and value is None)}
+    return _plain({"data": data, "metric": exp.metric, "params": exp.params})
 
 
 def method_setup(method: MethodSpec, exp: Experiment) -> dict[str, Any]:
