@@ -780,7 +780,12 @@ def test_bin_mappers_are_read_from_lightgbms_binary_file():
         L._check(L._LIB.LGBM_DatasetGetFeatureNumBin(L.handle_of(ds), ctypes.c_int(f), ctypes.byref(num_bin)))
         assert mapper.categorical == (f == 4)
         if not mapper.categorical:
-            assert mapper.upper_bounds.shape == (num_bin.value,)
+            assert mapper.upper_bounds.shape == (num_bin.value,) and mapper.categories.shape == (0,)
+        else:  # bin 0 for NaN and the categories without a bin, then one category a bin, the most frequent first
+            assert mapper.categories.shape == (num_bin.value,) and mapper.upper_bounds.shape == (0,)
+            counts = np.bincount(X[:, 4].astype(int), minlength=8)
+            assert mapper.categories[0] == -1 and list(mapper.categories[1:]) == list(np.argsort(-counts,
+                                                                                                 kind="stable"))
     assert [m.missing_type for m in mappers if m is not None and not m.categorical] == [0, 2, 0, 0]
     booster = lgb.train({"objective": "regression", "verbosity": -1, "num_leaves": 31}, ds, 20)
     seen = 0

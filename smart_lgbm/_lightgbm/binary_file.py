@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,11 +26,16 @@ class BinMapper:
         Numerical features: each bin's upper bound, in order (LightGBM's
         ``bin_upper_bound_``; every numerical threshold of a tree is one of them).
         Categorical features: empty.
+    categories : ndarray of int32
+        Categorical features: each bin's category (LightGBM's ``bin_2_categorical_``): bin 0
+        holds -1 (NaN, negative values and every category without a bin of its own), bins
+        1, 2, ... one category each, most frequent first.  Numerical features: empty.
     """
 
     categorical: bool
     missing_type: int
     upper_bounds: np.ndarray
+    categories: np.ndarray = dataclasses.field(default_factory=lambda: np.empty(0, dtype=np.int32))
 
 
 class _Reader:
@@ -125,11 +131,12 @@ def bin_mappers(handle: ctypes.c_void_p) -> list[BinMapper | None]:
             r.skip(4)  # default_bin
             r.skip(4)  # most_freq_bin
             if categorical:
-                r.skip(4 * num_bin, aligned=False)
+                categories = r.array("<i4", num_bin, aligned=False).astype(np.int32)
                 bounds = np.empty(0)
             else:
+                categories = np.empty(0, dtype=np.int32)
                 bounds = r.array("<f8", num_bin, aligned=False).copy()
-            mappers.append(BinMapper(categorical, missing_type, bounds))
+            mappers.append(BinMapper(categorical, missing_type, bounds, categories))
         groups.append(mappers)
         r.pos = end
     out: list[BinMapper | None] = []
