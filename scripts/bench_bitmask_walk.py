@@ -100,13 +100,14 @@ def main() -> None:
 
         def old(i, out, lv, want):
             cf = forests[i]
-            _k.walk_codes(c, _codes.CODES_BLOCK_ROWS, chunks, cf.info, cf.child, cf.node_value, cf.node_leaf,
-                          cf.roots, cf.depths, skip, skip_out, out, lv, want)
+            _k.walk_codes(c, codes.wide, _codes.CODES_BLOCK_ROWS, chunks, cf.info, cf.child, cf.cat_off,
+                          cf.cat_words, cf.node_value, cf.node_leaf, cf.roots, cf.depths, skip, skip_out, out, lv,
+                          want)
 
 
         def new(i, out, lv, want, block):
             bm = bms[i]
-            _bk.walk_bitmask(c, block, chunks, bm.tstart, bm.tcol, bm.table, bm.leaf_value, bm.leaf_index, skip,
+            _bk.walk_bitmask(c, codes.wide, block, chunks, *bm.kernel_tables, bm.leaf_value, bm.leaf_index, skip,
                              skip_out, out, lv, want)
 
         # equality first (also compiles)

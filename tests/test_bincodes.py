@@ -146,18 +146,21 @@ def test_data_that_cannot_be_coded_exactly_is_left_to_the_raw_walk():
     X = rng.normal(size=(2000, 4))
     X[:, 3] = rng.integers(0, 6, 2000)
     y = X[:, 0] + (X[:, 3] == 2)
-    # a categorical feature: no code book
-    ds = lgb.Dataset(X, y, categorical_feature=[3], params={"verbosity": -1}).construct()
-    assert CodeBook.from_mappers(L.bin_mappers(L.handle_of(ds))) is None
     # zero as missing on a feature of one sign: 0 has no bin of its own
     Xp = np.abs(X) + 0.5
     ds = lgb.Dataset(Xp, y, params={"verbosity": -1, "zero_as_missing": True}).construct()
-    assert CodeBook.from_mappers(L.bin_mappers(L.handle_of(ds))) is None
+    mappers = L.bin_mappers(L.handle_of(ds))
+    assert CodeBook.from_mappers(mappers) is None
+    assert "feature 0 treats zero as missing" in CodeBook.refusal(mappers)
+    # more than 255 bins
+    ds = lgb.Dataset(X, y, params={"verbosity": -1, "max_bin": 400}).construct()
+    assert "feature 0 has 400 bins (max_bin above 255" in CodeBook.refusal(L.bin_mappers(L.handle_of(ds)))
     # CSR storing tiny non-zero values (LightGBM's CSR predictor keeps them): not coded
     booster, book = _model_and_book(X[:, :3], y, {"objective": "regression"})
     tiny = sp.csr_matrix(X[:, :3])
     tiny.data[::50] = 1e-36
     assert book.encode(RawFeatures.from_data(tiny)) is None
+    assert "stores values within ±1e-35 of zero" in book.encode_refusal(RawFeatures.from_data(tiny))
     # a CSC matrix with a duplicate entry (LightGBM's column reader keeps the first)
     csc = sp.csc_matrix(X[:, :3])
     dup = sp.csc_matrix((np.r_[csc.data[:1], csc.data], np.r_[csc.indices[:1], csc.indices],

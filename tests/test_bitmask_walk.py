@@ -165,8 +165,8 @@ def test_bitmask_walk_twins_and_block_sizes_agree():
         for block in (1, 64, 1000, 1024, 8192):
             out = np.zeros((5000, 2))
             leaves = np.full((5000, 2), -1, np.int32)
-            twin(codes.codes, block, 3, bm.tstart, bm.tcol, bm.table, bm.leaf_value, bm.leaf_index, rows, skip_out,
-                 out, leaves, True)
+            twin(codes.codes, codes.wide, block, 3, *bm.kernel_tables, bm.leaf_value, bm.leaf_index, rows,
+                 skip_out, out, leaves, True)
             results.add((out.tobytes(), leaves.tobytes()))
     assert len(results) == 1
 
@@ -207,16 +207,6 @@ def test_stock_trees_walked_as_predict_with_either_walk(num_leaves):
         add_coded_outputs(codes, forest, out, leaves)
         assert np.array_equal(out[:, 0], booster.predict(X, raw_score=True, num_iteration=it + 1))
         assert np.array_equal(leaves[:, 0], booster.predict(X, pred_leaf=True)[:, it])
-
-
-def test_categorical_data_never_reach_the_coded_walks():
-    """A categorical feature: no code book, so the raw walk (with its categorical decisions)
-    walks such data and neither coded walk sees a categorical split."""
-    rng = np.random.default_rng(7)
-    X = rng.normal(size=(2000, 3))
-    X[:, 1] = rng.integers(0, 6, 2000)
-    ds = lgb.Dataset(X, X[:, 0] + (X[:, 1] == 2), categorical_feature=[1], params={"verbosity": -1}).construct()
-    assert CodeBook.from_mappers(L.bin_mappers(L.handle_of(ds))) is None
 
 
 def _train(objective, sampler, num_leaves, **extra):

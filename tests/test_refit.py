@@ -228,8 +228,8 @@ def test_the_one_pass_walk_and_sums_equal_the_walk_then_the_sums():
         leaves = np.full((N, 3), -1, dtype=np.int32)
         kernel = _refit_kernels.walk_leaf_sums
         tables = np.zeros((-(-N // 16_384), 3, 2, max(widths)))
-        getattr(kernel, twin)(codes.codes, coded.bitmask.tstart, coded.bitmask.tcol, coded.bitmask.table,
-                              coded.bitmask.leaf_index, grad, hess, leaves, tables)
+        getattr(kernel, twin)(codes.codes, codes.wide, *coded.bitmask.kernel_tables, coded.bitmask.leaf_index, grad,
+                              hess, leaves, tables)
         np.testing.assert_array_equal(leaves, walked)
         got = refit.walk_leaf_sums(codes, coded.bitmask, grad, hess, leaves, widths)
         for (g, h), (eg, eh) in zip(got, expected, strict=True):

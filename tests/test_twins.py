@@ -217,7 +217,8 @@ CASES = {
 #: Kernels whose twins the direct and walk tests below compare.
 DIRECT = {"scan", "scan_store", "scaled_histogram", "cap_round", "cap_rounds", "closest_row", "probabilities", "draw", "norm_sums", "leaf_means",
           "window_rows", "leaf_sums_one_column", "leaf_sums",
-          "trim_histogram", "trim_counts", "encode_sparse", "walk_dense", "walk_sparse", "walk_codes"}
+          "trim_histogram", "trim_counts", "encode_sparse", "walk_dense", "walk_sparse", "walk_codes",
+          "encode_dense_categories", "encode_sparse_categories"}
 
 
 def test_every_row_kernel_has_its_twins_compared():
@@ -302,6 +303,37 @@ def test_lockstep_coded_walk_is_the_same_with_either_twin(called, monkeypatch):
     assert {("walk_codes", "serial"), ("walk_codes", "parallel")} <= called
 
 
+def test_categorical_codes_and_walks_are_the_same_with_either_twin(called, monkeypatch):
+    """The categorical coders (dense, CSR, CSC) and the walks' categorical tests (two-byte
+    codes included: a feature of 600 levels)."""
+    from smart_lgbm import _lightgbm as L
+    from smart_lgbm._engine.walk import CodeBook, Forest, RawFeatures, add_coded_outputs
+
+    X, y = _dense("binary")
+    rng = np.random.default_rng(4)
+    X[:, 3] = rng.integers(0, 600, N)
+    X[:, 5] = np.where(rng.random(N) < 0.1, np.nan, rng.integers(0, 30, N))
+    y = (y + (X[:, 3] % 3 == 0) > 0.5).astype(float)
+    X[np.abs(X) < 0.3] = 0.0
+    ds = lgb.Dataset(X, y, categorical_feature=[3, 5], params={"verbose": -1}).construct()
+    booster = lgb.train({"objective": "binary", "verbose": -1, "num_leaves": 80, "seed": 1}, ds, 2)
+    book = CodeBook.from_mappers(L.bin_mappers(L.handle_of(ds)))
+    texts = L.tree_bodies(booster.model_to_string())
+    for data in (X, sp.csr_matrix(X), sp.csc_matrix(X)):
+        results = []
+        for threshold in (SERIAL, PARALLEL):
+            monkeypatch.setattr(_twins, "PARALLEL_MIN_ROWS", threshold)
+            codes = book.encode(RawFeatures.from_data(data))
+            assert codes.wide.shape == (1, N)
+            out = np.zeros((N, 1))
+            for text in texts:
+                add_coded_outputs(codes, book.coded_forest(Forest.from_tree_texts([text])), out)
+            results.append((codes.codes.tobytes(), codes.wide.tobytes(), out.tobytes()))
+        assert results[0] == results[1]
+    for name in ("encode_dense_categories", "encode_sparse_categories", "walk_codes"):
+        assert {(name, "serial"), (name, "parallel")} <= called, name
+
+
 def test_the_row_count_picks_the_twin(monkeypatch):
     kernel = imk.norm_sums
     runs = []
@@ -318,9 +350,9 @@ def test_the_row_count_picks_the_twin(monkeypatch):
     runs.clear()
     monkeypatch.setattr(wk.walk_codes, "serial", lambda *a: runs.append("serial"))
     monkeypatch.setattr(wk.walk_codes, "parallel", lambda *a: runs.append("parallel"))
-    wk.walk_codes(np.zeros((3, 999), np.uint8), *([None] * 13))
-    wk.walk_codes(np.zeros((999, 3), np.uint8), *([None] * 13))
-    wk.walk_codes(np.zeros((3, 1000), np.uint8), *([None] * 13))
+    wk.walk_codes(np.zeros((3, 999), np.uint8), *([None] * 16))
+    wk.walk_codes(np.zeros((999, 3), np.uint8), *([None] * 16))
+    wk.walk_codes(np.zeros((3, 1000), np.uint8), *([None] * 16))
     assert runs == ["serial", "serial", "parallel"]
 
 

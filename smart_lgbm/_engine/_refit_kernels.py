@@ -41,9 +41,11 @@ WALK_ROWS = 1024
 
 
 @row_kernel(rows=0, axis=1)
-def walk_leaf_sums(codes, tstart, tcol, table, leaf_index, grad, hess, leaves, tables):
-    """Walk every row of ``codes`` (column-major uint8) down the bitmask forest (``tstart``,
-    ``tcol``, ``table``, ``leaf_index`` of :class:`smart_lgbm._engine.walk.bitmask.BitmaskForest`),
+def walk_leaf_sums(codes, wide, tstart, tcol, table, wstart, wcol, woff, wtable, leaf_index, grad, hess, leaves,
+                   tables):
+    """Walk every row of ``codes`` (column-major uint8; ``wide``: the uint16 columns) down the
+    bitmask forest (``tstart``, ``tcol``, ``table``, ``wstart``, ``wcol``, ``woff``, ``wtable``,
+    ``leaf_index`` of :class:`smart_lgbm._engine.walk.bitmask.BitmaskForest`),
     write its leaf in tree ``k`` into ``leaves[i, k]`` (int32 ``(n, K)``) and add its
     ``grad[i, k]``, ``hess[i, k]`` (float32 ``(n, K)``) to ``tables[b, k, 0, leaf]`` and
     ``tables[b, k, 1, leaf]`` (zeroed float64 ``(n_blocks, K, 2, width)``), ``b`` the row's
@@ -56,7 +58,8 @@ def walk_leaf_sums(codes, tstart, tcol, table, leaf_index, grad, hess, leaves, t
         for r0 in range(b * BLOCK, min(n, (b + 1) * BLOCK), WALK_ROWS):
             m = min(WALK_ROWS, n - r0)
             for k in range(num_trees):
-                tree_masks(codes, r0, m, tstart[k], tstart[k + 1], tcol, table, mask)
+                tree_masks(codes, wide, r0, m, tstart[k], tstart[k + 1], wstart[k], wstart[k + 1], tcol, table, wcol,
+                           woff, wtable, mask)
                 base = MAX_LEAVES * k
                 sums = tb[k]
                 for j in range(m):

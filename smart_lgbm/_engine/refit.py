@@ -105,8 +105,8 @@ def walk_leaf_sums(codes: BinCodes, forest: BitmaskForest, grad: np.ndarray, hes
     if forest.tstart.shape[0] != len(widths) + 1:
         raise ValueError(f"a forest of {forest.tstart.shape[0] - 1} trees got {len(widths)} widths")
     tables = _tables(codes.num_rows, widths)
-    _kernels().walk_leaf_sums(codes.codes, forest.tstart, forest.tcol, forest.table, forest.leaf_index, grad, hess,
-                              leaves, tables)
+    _kernels().walk_leaf_sums(codes.codes, codes.wide, *forest.kernel_tables, forest.leaf_index, grad, hess, leaves,
+                              tables)
     return _block_order_sums(tables, widths)
 
 

@@ -62,26 +62,35 @@ COLUMNS_PER_PASS = 4
 
 
 @njit(cache=True)
-def bitmask_tables(info, child, node_value, node_leaf, roots, total, tstart, tcol, table, leaf_value, leaf_index,
-                   order, count, first, entry_of_column):
+def bitmask_tables(info, child, cat_off, cat_words, cat_count, node_value, node_leaf, roots, total, narrow, tstart,
+                   tcol, table, wstart, wcol, woff, wtable, leaf_value, leaf_index, order, count, first,
+                   entry_of_column):
     """A coded forest's tables for :func:`walk_bitmask`, written into the caller's arrays.
 
-    ``info``, ``child``, ``node_value``, ``node_leaf``, ``roots``: the coded forest's
-    (:class:`smart_lgbm._engine.walk.codes.CodedForest`), ``total`` its number of nodes.  Written:
-    ``tstart`` (K + 1): tree ``k``'s tables are entries ``tstart[k]:tstart[k + 1]``; entry
-    ``e`` reads code column ``tcol[e]`` and its table is ``table[256 * e:256 * e + 256]``
-    (uint64: the AND of the kill masks of the tree's nodes on that column that send the
-    code right); ``leaf_value`` / ``leaf_index`` (``64 * K``): tree ``k``'s ``i``-th leaf
-    from the left at ``64 * k + i``.  ``tcol`` and ``table`` need room for as many entries
-    as the trees have (internal nodes, distinct columns) at most, summed.  Scratch:
-    ``order``, ``count``, ``first`` (``total`` entries each) and ``entry_of_column`` (one
-    per code column, all -1; left so).
+    ``info``, ``child``, ``cat_off``, ``cat_words``, ``node_value``, ``node_leaf``, ``roots``:
+    the coded forest's (:class:`smart_lgbm._engine.walk.codes.CodedForest`), ``total`` its
+    number of nodes; ``cat_count``: each code column's number of bins (0: numerical);
+    ``narrow``: the number of uint8 code columns (columns from ``narrow`` on are uint16,
+    categorical with more than 256 bins).  Written: ``tstart`` (K + 1): tree ``k``'s tables
+    over uint8 columns are entries ``tstart[k]:tstart[k + 1]``; entry ``e`` reads code
+    column ``tcol[e]`` and its table is ``table[256 * e:256 * e + 256]`` (uint64: the AND of
+    the kill masks of the tree's nodes on that column that send the code right);
+    ``wstart`` (K + 1), ``wcol``, ``woff``: the same for the uint16 columns, entry ``w``
+    reading row ``wcol[w]`` of the uint16 codes with its table at ``wtable[woff[w]:]``, one
+    word per bin of the column; ``leaf_value`` / ``leaf_index`` (``64 * K``): tree ``k``'s
+    ``i``-th leaf from the left at ``64 * k + i``.  ``tcol`` and ``table`` (``wcol``,
+    ``woff`` and ``wtable``) need room for as many entries as the trees have (internal
+    nodes, distinct columns) at most, summed.  Scratch: ``order``, ``count``, ``first``
+    (``total`` entries each) and ``entry_of_column`` (one per code column, all -1; left so).
 
-    Returns the number of entries, or :data:`TOO_MANY_LEAVES` (nothing usable written).
+    Returns the number of uint8 entries, or :data:`TOO_MANY_LEAVES` (nothing usable written).
     """
     num_trees = roots.shape[0]
     e_next = 0
+    w_next = 0
+    wt_next = 0
     tstart[0] = 0
+    wstart[0] = 0
     for k in range(num_trees):
         root = roots[k]
         end = roots[k + 1] if k + 1 < num_trees else total
@@ -117,6 +126,22 @@ def bitmask_tables(info, child, node_value, node_leaf, roots, total, tstart, tco
             word = info[nd]
             col = word & 0xFFFFFFFF
             e = entry_of_column[col]
+            if col >= narrow:  # a categorical column of more than 256 bins: its own table size
+                bins = cat_count[col]
+                if e < 0:
+                    e = w_next
+                    w_next += 1
+                    entry_of_column[col] = e
+                    wcol[e] = col - narrow
+                    woff[e] = wt_next
+                    wt_next += bins
+                    for x in range(bins):
+                        wtable[woff[e] + x] = np.uint64(_ALL)
+                off = cat_off[nd]
+                for x in range(bins):  # walk_codes' categorical test of code x
+                    if not (cat_words[off + (x >> 6)] >> np.uint64(x & 63)) & np.uint64(1):
+                        wtable[woff[e] + x] &= kill
+                continue
             if e < 0:
                 e = e_next
                 e_next += 1
@@ -124,6 +149,13 @@ def bitmask_tables(info, child, node_value, node_leaf, roots, total, tstart, tco
                 tcol[e] = col
                 for x in range(NUM_CODES):
                     table[NUM_CODES * e + x] = np.uint64(_ALL)
+            if word < 0:  # categorical: right unless the code's bit is set (codes past the bins never occur)
+                bins = cat_count[col]
+                off = cat_off[nd]
+                for x in range(NUM_CODES):
+                    if x >= bins or not (cat_words[off + (x >> 6)] >> np.uint64(x & 63)) & np.uint64(1):
+                        table[NUM_CODES * e + x] &= kill
+                continue
             tcode = (word >> TCODE_SHIFT) & 0xFF
             miss = (word >> MISS_SHIFT) & 0x1FF
             go_default = (word >> DEFAULT_SHIFT) & 1
@@ -133,7 +165,10 @@ def bitmask_tables(info, child, node_value, node_leaf, roots, total, tstart, tco
                     table[NUM_CODES * e + x] &= kill
         for e in range(tstart[k], e_next):
             entry_of_column[tcol[e]] = -1
+        for w in range(wstart[k], w_next):
+            entry_of_column[narrow + wcol[w]] = -1
         tstart[k + 1] = e_next
+        wstart[k + 1] = w_next
     return e_next
 
 
@@ -144,52 +179,66 @@ def _code_table(codes, r0, m, tcol, table, e):
 
 
 @njit(cache=True, inline="always")
-def tree_masks(codes, r0, m, e, e1, tcol, table, mask):
+def tree_masks(codes, wide, r0, m, e, e1, w, w1, tcol, table, wcol, woff, wtable, mask):
     """``mask[j]``: the leaf mask of row ``r0 + j`` (``j < m``) in the tree whose tables are
-    entries ``e:e1`` (module notes; its exit leaf is the mask's lowest set bit), each table
-    applied to the whole block, up to :data:`COLUMNS_PER_PASS` tables a pass over the
-    masks.  Also the leaf refit's walk (:func:`smart_lgbm._engine._refit_kernels.walk_leaf_sums`).
+    entries ``e:e1`` over the uint8 ``codes`` and ``w:w1`` over the uint16 ``wide`` codes
+    (module notes; its exit leaf is the mask's lowest set bit), each table applied to the
+    whole block, up to :data:`COLUMNS_PER_PASS` uint8 tables a pass over the masks, then the
+    uint16 ones one a pass.  Also the leaf refit's walk
+    (:func:`smart_lgbm._engine._refit_kernels.walk_leaf_sums`).
 
     The first pass sets the masks from the 1 to 4 tables left over by the passes of 4 that
-    follow, so a tree of ``c`` tables takes ``ceil(c / 4)`` passes.
+    follow, so a tree of ``c`` uint8 tables takes ``ceil(c / 4)`` passes.
     """
-    if e == e1:  # a tree of one leaf
-        for j in range(m):
-            mask[j] = 1
-        return
-    first = (e1 - e - 1) % COLUMNS_PER_PASS + 1
-    ca, ta = _code_table(codes, r0, m, tcol, table, e)
-    if first == 1:
-        for j in range(m):
-            mask[j] = ta[np.uint64(ca[np.uint64(j)])]
-    elif first == 2:
-        cb, tb = _code_table(codes, r0, m, tcol, table, e + 1)
-        for j in range(m):
-            u = np.uint64(j)
-            mask[j] = ta[np.uint64(ca[u])] & tb[np.uint64(cb[u])]
-    elif first == 3:
-        cb, tb = _code_table(codes, r0, m, tcol, table, e + 1)
-        cc, tc = _code_table(codes, r0, m, tcol, table, e + 2)
-        for j in range(m):
-            u = np.uint64(j)
-            mask[j] = ta[np.uint64(ca[u])] & tb[np.uint64(cb[u])] & tc[np.uint64(cc[u])]
+    if e == e1:
+        if w == w1:  # a tree of one leaf
+            for j in range(m):
+                mask[j] = 1
+            return
+        for j in range(m):  # only uint16 tables: they narrow the masks from all leaves
+            mask[j] = np.uint64(_ALL)
     else:
-        cb, tb = _code_table(codes, r0, m, tcol, table, e + 1)
-        cc, tc = _code_table(codes, r0, m, tcol, table, e + 2)
-        cd, td = _code_table(codes, r0, m, tcol, table, e + 3)
-        for j in range(m):
-            u = np.uint64(j)
-            mask[j] = (ta[np.uint64(ca[u])] & tb[np.uint64(cb[u])]) & (tc[np.uint64(cc[u])] & td[np.uint64(cd[u])])
-    e += first
-    while e < e1:  # four tables a pass: a quarter of the masks' loads and stores of one a pass
+        first = (e1 - e - 1) % COLUMNS_PER_PASS + 1
         ca, ta = _code_table(codes, r0, m, tcol, table, e)
-        cb, tb = _code_table(codes, r0, m, tcol, table, e + 1)
-        cc, tc = _code_table(codes, r0, m, tcol, table, e + 2)
-        cd, td = _code_table(codes, r0, m, tcol, table, e + 3)
+        if first == 1:
+            for j in range(m):
+                mask[j] = ta[np.uint64(ca[np.uint64(j)])]
+        elif first == 2:
+            cb, tb = _code_table(codes, r0, m, tcol, table, e + 1)
+            for j in range(m):
+                u = np.uint64(j)
+                mask[j] = ta[np.uint64(ca[u])] & tb[np.uint64(cb[u])]
+        elif first == 3:
+            cb, tb = _code_table(codes, r0, m, tcol, table, e + 1)
+            cc, tc = _code_table(codes, r0, m, tcol, table, e + 2)
+            for j in range(m):
+                u = np.uint64(j)
+                mask[j] = ta[np.uint64(ca[u])] & tb[np.uint64(cb[u])] & tc[np.uint64(cc[u])]
+        else:
+            cb, tb = _code_table(codes, r0, m, tcol, table, e + 1)
+            cc, tc = _code_table(codes, r0, m, tcol, table, e + 2)
+            cd, td = _code_table(codes, r0, m, tcol, table, e + 3)
+            for j in range(m):
+                u = np.uint64(j)
+                mask[j] = (ta[np.uint64(ca[u])] & tb[np.uint64(cb[u])]) & (tc[np.uint64(cc[u])]
+                                                                           & td[np.uint64(cd[u])])
+        e += first
+        while e < e1:  # four tables a pass: a quarter of the masks' loads and stores of one a pass
+            ca, ta = _code_table(codes, r0, m, tcol, table, e)
+            cb, tb = _code_table(codes, r0, m, tcol, table, e + 1)
+            cc, tc = _code_table(codes, r0, m, tcol, table, e + 2)
+            cd, td = _code_table(codes, r0, m, tcol, table, e + 3)
+            for j in range(m):
+                u = np.uint64(j)
+                mask[j] &= (ta[np.uint64(ca[u])] & tb[np.uint64(cb[u])]) & (tc[np.uint64(cc[u])]
+                                                                            & td[np.uint64(cd[u])])
+            e += COLUMNS_PER_PASS
+    for q in range(w, w1):
+        cw = wide[wcol[q], r0:r0 + m]
+        tw = wtable[woff[q]:]
         for j in range(m):
             u = np.uint64(j)
-            mask[j] &= (ta[np.uint64(ca[u])] & tb[np.uint64(cb[u])]) & (tc[np.uint64(cc[u])] & td[np.uint64(cd[u])])
-        e += COLUMNS_PER_PASS
+            mask[j] &= tw[np.uint64(cw[u])]
 
 
 @njit(cache=True, inline="always")
@@ -212,10 +261,11 @@ def _add_leaves(mask, m, out, leaves, leaf_value, leaf_index, want_leaves):
 
 
 @row_kernel(rows=0, axis=1)
-def walk_bitmask(codes, block, chunks, tstart, tcol, table, leaf_value, leaf_index, skip, skip_out, out, leaves,
-                 want_leaves):
+def walk_bitmask(codes, wide, block, chunks, tstart, tcol, table, wstart, wcol, woff, wtable, leaf_value, leaf_index,
+                 skip, skip_out, out, leaves, want_leaves):
     """The forest walked over column-major codes by bitmask tables (module notes), in
-    contiguous blocks of ``block`` rows: per tree, each table is applied to the whole block
+    contiguous blocks of ``block`` rows (``wide``, ``wstart``, ``wcol``, ``woff``, ``wtable``:
+    the uint16 columns and their tables, :func:`bitmask_tables`): per tree, each table is applied to the whole block
     (four a pass over the block's masks, :func:`tree_masks`), then each row's exit leaf is read.
 
     Rows listed in ``skip`` (sorted, unique) get ``skip_out[p]`` added instead of their
@@ -240,7 +290,8 @@ def walk_bitmask(codes, block, chunks, tstart, tcol, table, leaf_value, leaf_ind
             m = min(block, n - r0)
             p_end = _lower_bound(skip, p, ns, r0 + m)
             for k in range(num_trees):
-                tree_masks(codes, r0, m, tstart[k], tstart[k + 1], tcol, table, mask)
+                tree_masks(codes, wide, r0, m, tstart[k], tstart[k + 1], wstart[k], wstart[k + 1], tcol, table, wcol,
+                           woff, wtable, mask)
                 base = MAX_LEAVES * k
                 if p == p_end:  # no known row in the block (always, on the fused pass): no test per row
                     _add_leaves(mask, m, out[r0:r0 + m, k], leaves[r0:r0 + m, k] if want_leaves else leaves[0:0, 0],

@@ -282,6 +282,9 @@ def walk_sparse(is_csc, n, indptr, indices, data, search, slot_of_feature, slot_
 # node tests ``code <= tcode`` (``tcode``: the position of its threshold, itself a bin
 # upper bound), or sends the row the default way when ``code == miss`` (the NaN code for
 # missing type NaN, the code of 0.0 for missing type Zero, 256 - never - for None).
+# A categorical feature's code is its value's bin under LightGBM's categorical bin mapper
+# (``BinMapper::ValueToBin``), and a categorical node tests the code's bit in a bitset over
+# the column's bins (:func:`code_nodes`).
 
 #: Code of NaN for features whose missing type is NaN.
 NAN_CODE = 255
@@ -357,10 +360,16 @@ DEFAULT_SHIFT = 49
 
 
 @row_kernel(rows=0, axis=1)
-def walk_codes(codes, block, chunks, info, child, node_value, node_leaf, roots, depths, skip, skip_out, out, leaves,
-               want_leaves):
+def walk_codes(codes, wide, block, chunks, info, child, cat_off, cat_words, node_value, node_leaf, roots, depths, skip,
+               skip_out, out, leaves, want_leaves):
     """The forest walked over column-major codes, rows in lockstep blocks; the child is
     picked by index (``child[2 * nd + go_right]``), without a data-dependent branch.
+
+    ``wide``: the codes of categorical columns with more than 256 bins (uint16; code column
+    ``c`` at or past ``codes.shape[0]`` is ``wide[c - codes.shape[0]]``).  A categorical node
+    (``info[nd] < 0``, :data:`CAT_NODE`) sends a row left when the bit of its code is set in
+    the node's bitset over codes, ``cat_words[cat_off[nd]:]`` (:func:`code_nodes`).  Without
+    categorical nodes (``cat_words`` empty) the walk runs a loop without that test.
 
     Rows listed in ``skip`` (sorted, unique) are not walked: row ``skip[p]`` gets
     ``skip_out[p]`` added instead (outputs known already).  Each thread gathers the rows of
@@ -369,13 +378,15 @@ def walk_codes(codes, block, chunks, info, child, node_value, node_leaf, roots, 
     at the first level where none of its rows moved (they all sit at leaves, which are
     their own children), so shallow branches cost less than the tree's depth.
 
-    The lockstep loop is written once, here, over arrays this function allocates: as a
-    separate function taking ``node`` as an argument it runs twice as slow, the compiler no
-    longer knowing that ``node`` aliases nothing it reads.  For the same reason ``node`` and
+    The lockstep loop is written here, over arrays this function allocates: as a separate
+    function taking ``node`` as an argument it runs twice as slow, the compiler no longer
+    knowing that ``node`` aliases nothing it reads.  For the same reason ``node`` and
     ``row`` stay allocated here, not taken from the caller as the sampler kernels take
     theirs: as views of a caller's array the walk runs twice as slow.
     """
     n = codes.shape[1]
+    narrow = codes.shape[0]
+    has_cat = cat_words.shape[0] > 0
     nblocks = (n + block - 1) // block
     nchunks = min(nblocks, chunks)
     ns = skip.shape[0]
@@ -406,16 +417,35 @@ def walk_codes(codes, block, chunks, info, child, node_value, node_leaf, roots, 
                     node[j] = root
                 for _ in range(depths[k]):
                     moved = 0
-                    for j in range(m):
-                        nd = node[j]
-                        word = info[nd]
-                        code = np.int64(codes[word & 0xFFFFFFFF, row[j]])
-                        is_miss = code == ((word >> MISS_SHIFT) & 0x1FF)
-                        go = (np.int64(is_miss) * ((word >> DEFAULT_SHIFT) & 1)
-                              + np.int64(not is_miss) * np.int64(code > ((word >> TCODE_SHIFT) & 0xFF)))
-                        nxt_node = child[2 * nd + go]
-                        moved |= nxt_node ^ nd
-                        node[j] = nxt_node
+                    if has_cat:
+                        for j in range(m):
+                            nd = node[j]
+                            word = info[nd]
+                            if word < 0:  # categorical: the code's bit in the node's bitset
+                                col = word & 0xFFFFFFFF
+                                code = (np.int64(codes[col, row[j]]) if col < narrow
+                                        else np.int64(wide[col - narrow, row[j]]))
+                                bit = cat_words[cat_off[nd] + (code >> 6)] >> np.uint64(code & 63)
+                                go = 1 - np.int64(bit & np.uint64(1))
+                            else:
+                                code = np.int64(codes[word & 0xFFFFFFFF, row[j]])
+                                is_miss = code == ((word >> MISS_SHIFT) & 0x1FF)
+                                go = (np.int64(is_miss) * ((word >> DEFAULT_SHIFT) & 1)
+                                      + np.int64(not is_miss) * np.int64(code > ((word >> TCODE_SHIFT) & 0xFF)))
+                            nxt_node = child[2 * nd + go]
+                            moved |= nxt_node ^ nd
+                            node[j] = nxt_node
+                    else:
+                        for j in range(m):
+                            nd = node[j]
+                            word = info[nd]
+                            code = np.int64(codes[word & 0xFFFFFFFF, row[j]])
+                            is_miss = code == ((word >> MISS_SHIFT) & 0x1FF)
+                            go = (np.int64(is_miss) * ((word >> DEFAULT_SHIFT) & 1)
+                                  + np.int64(not is_miss) * np.int64(code > ((word >> TCODE_SHIFT) & 0xFF)))
+                            nxt_node = child[2 * nd + go]
+                            moved |= nxt_node ^ nd
+                            node[j] = nxt_node
                     if moved == 0:
                         break
                 for j in range(m):
@@ -426,35 +456,82 @@ def walk_codes(codes, block, chunks, info, child, node_value, node_leaf, roots, 
 
 
 #: :func:`code_nodes`'s reasons for refusing a node.
-NOT_A_BOUND, NAN_WITHOUT_NAN_BIN, ZERO_WITHOUT_ZERO_BIN, PLAIN_ON_NAN_BIN = 1, 2, 3, 4
+NOT_A_BOUND, NAN_WITHOUT_NAN_BIN, ZERO_WITHOUT_ZERO_BIN, PLAIN_ON_NAN_BIN, CATEGORY_WITHOUT_BIN, NOT_CATEGORICAL = \
+    1, 2, 3, 4, 5, 6
+#: A categorical node's ``info``: its code column ORed with the sign bit (so ``info < 0``).
+CAT_NODE = -(1 << 63)
 
 
 @njit(cache=True)
-def code_nodes(feature, threshold, flags, left, right, column_of_feature, flat_bounds, starts, lengths, nan_codes,
-               zero_codes, info, child):
-    """A forest's nodes in codes, written into ``info`` (int64, one per node) and ``child``
-    (int32, two per node); returns ``(bad_node, reason)``.
+def code_nodes(feature, threshold, flags, left, right, cat_start, cat_len, cat_bits, column_of_feature, flat_bounds,
+               starts, lengths, nan_codes, zero_codes, cat_first, cat_count, categories, info, child, cat_off,
+               cat_words):
+    """A forest's nodes in codes, written into ``info`` (int64, one per node), ``child``
+    (int32, two per node), ``cat_off`` (int64, one per node) and ``cat_words`` (uint64, room
+    for every categorical node's bitset); returns ``(bad_node, reason)``.
 
-    ``info`` holds each node's packed test (see ``TCODE_SHIFT``), ``child`` its children
-    at ``2 * node`` and ``2 * node + 1`` (the caller allocates both: allocated and returned
-    here they made this kernel, compiled in every fresh environment's first call, slower to
-    compile).  ``bad_node`` is -1, or the first internal node
-    the codes cannot decide, with ``reason``: :data:`NOT_A_BOUND` (categorical, a feature
-    without codes, or a threshold that is not one of the feature's bounds),
-    :data:`NAN_WITHOUT_NAN_BIN`, :data:`ZERO_WITHOUT_ZERO_BIN`, :data:`PLAIN_ON_NAN_BIN`.
+    ``info`` holds each node's packed test (see ``TCODE_SHIFT``; a categorical node: its
+    code column ORed with :data:`CAT_NODE`), ``child`` its children at ``2 * node`` and
+    ``2 * node + 1`` (the caller allocates them: allocated and returned here they made this
+    kernel, compiled in every fresh environment's first call, slower to compile).
+
+    A categorical node tests a category-valued bitset (LightGBM's ``cat_threshold``, words
+    ``cat_bits[cat_start[nd]:cat_start[nd] + cat_len[nd]]``); its column's codes are bins,
+    bin ``x`` holding category ``categories[cat_first[col] + x]`` (bin 0: -1, every value
+    without a bin of its own).  Its bitset over codes, ``cat_words[cat_off[nd]:]``
+    (``ceil(cat_count[col] / 64)`` words), has bit ``x`` set when bin ``x``'s category is in
+    the node's bitset.  Exact when every category of the node's bitset has a bin (LightGBM
+    builds the bitset from the bins of the Dataset whose mappers gave the codes); a node
+    whose bitset holds a category without one is refused.
+
+    ``bad_node`` is -1, or the first internal node the codes cannot decide, with ``reason``:
+    :data:`NOT_A_BOUND` (a feature without codes, or a threshold that is not one of the
+    feature's bounds), :data:`NAN_WITHOUT_NAN_BIN`, :data:`ZERO_WITHOUT_ZERO_BIN`,
+    :data:`PLAIN_ON_NAN_BIN`, :data:`CATEGORY_WITHOUT_BIN`, :data:`NOT_CATEGORICAL` (a
+    categorical node on a numerical column, or a numerical one on a categorical column).
     """
     n = threshold.shape[0]
+    next_word = 0
     for nd in range(n):
         child[2 * nd] = left[nd]
         child[2 * nd + 1] = right[nd]
+        cat_off[nd] = -1
         go_default = np.int64((flags[nd] & DEFAULT_LEFT) == 0)
         if left[nd] == nd:  # a leaf: its own child both ways, never "missing"
             info[nd] = (np.int64(NO_MISS) << MISS_SHIFT) | (go_default << DEFAULT_SHIFT)
             continue
         f = feature[nd]
         col = column_of_feature[f] if f < column_of_feature.shape[0] else -1
-        if col < 0 or flags[nd] & CATEGORICAL:
+        if col < 0:
             return nd, NOT_A_BOUND
+        if flags[nd] & CATEGORICAL:
+            bins = cat_count[col]
+            if bins == 0:
+                return nd, NOT_CATEGORICAL
+            words = (bins + 63) >> 6
+            for w in range(words):
+                cat_words[next_word + w] = 0
+            c0, length = cat_start[nd], cat_len[nd]
+            found = 0
+            for x in range(bins):
+                c = np.int64(categories[cat_first[col] + x])
+                if c >= 0 and (c >> 5) < length and (np.int64(cat_bits[c0 + (c >> 5)]) >> (c & 31)) & 1:
+                    cat_words[next_word + (x >> 6)] |= np.uint64(1) << np.uint64(x & 63)
+                    found += 1
+            in_bitset = 0
+            for w in range(length):
+                v = np.int64(cat_bits[c0 + w])
+                while v:
+                    v &= v - 1
+                    in_bitset += 1
+            if in_bitset != found:
+                return nd, CATEGORY_WITHOUT_BIN
+            cat_off[nd] = next_word
+            next_word += words
+            info[nd] = np.int64(col) | CAT_NODE
+            continue
+        if cat_count[col] > 0:
+            return nd, NOT_CATEGORICAL
         lo, length, t = starts[col], lengths[col], threshold[nd]
         a, b = 0, length  # first position with bounds >= t
         while a < b:

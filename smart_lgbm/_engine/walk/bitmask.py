@@ -9,6 +9,7 @@ a tree of more than 64 leaves get None and keep the lockstep walk.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -19,7 +20,9 @@ from . import _bitmask_kernels as _bk
 @dataclass(frozen=True, eq=False)
 class BitmaskForest:
     """Per tree ``k``: tables ``tstart[k]:tstart[k + 1]``, table ``e`` over code column
-    ``tcol[e]`` at ``table[256 * e:256 * e + 256]``; the tree's ``i``-th leaf from the
+    ``tcol[e]`` at ``table[256 * e:256 * e + 256]``; tables ``wstart[k]:wstart[k + 1]`` over
+    the uint16 codes (categorical columns of more than 256 bins), table ``w`` over their row
+    ``wcol[w]`` at ``wtable[woff[w]:]``, one word per bin; the tree's ``i``-th leaf from the
     left has value ``leaf_value[64 * k + i]`` and index ``leaf_index[64 * k + i]``."""
 
     tstart: np.ndarray
@@ -27,6 +30,15 @@ class BitmaskForest:
     table: np.ndarray
     leaf_value: np.ndarray
     leaf_index: np.ndarray
+    wstart: np.ndarray
+    wcol: np.ndarray
+    woff: np.ndarray
+    wtable: np.ndarray
+
+    @property
+    def kernel_tables(self) -> tuple[np.ndarray, ...]:
+        """``tstart, tcol, table, wstart, wcol, woff, wtable``: the tables as the walks take them."""
+        return self.tstart, self.tcol, self.table, self.wstart, self.wcol, self.woff, self.wtable
 
     def with_leaf_values(self, values: tuple[np.ndarray, ...]) -> BitmaskForest:
         """The same tables with tree ``k``'s leaf values ``values[k]`` (in leaf-index order)."""
@@ -35,14 +47,23 @@ class BitmaskForest:
             base = _bk.MAX_LEAVES * k
             count = v.shape[0]
             leaf_value[base:base + count] = v[self.leaf_index[base:base + count]]
-        return BitmaskForest(self.tstart, self.tcol, self.table, leaf_value, self.leaf_index)
+        return dataclasses.replace(self, leaf_value=leaf_value)
+
+
+_NO_WORDS = np.empty(0, np.uint64)
 
 
 def bitmask_forest(info: np.ndarray, child: np.ndarray, node_value: np.ndarray, node_leaf: np.ndarray,
-                   roots: np.ndarray, num_columns: int) -> BitmaskForest | None:
+                   roots: np.ndarray, num_columns: int, cat_off: np.ndarray | None = None,
+                   cat_words: np.ndarray = _NO_WORDS, cat_count: np.ndarray | None = None,
+                   narrow: int | None = None) -> BitmaskForest | None:
     """The bitmask tables of a coded forest's node arrays (those of
     :class:`~smart_lgbm._engine.walk.codes.CodedForest`) over ``num_columns`` code columns, or None
-    when a tree has more than :data:`_bk.MAX_LEAVES` leaves."""
+    when a tree has more than :data:`_bk.MAX_LEAVES` leaves.
+
+    ``cat_off``, ``cat_words``: the categorical nodes' bitsets over codes; ``cat_count``: each
+    column's number of bins (0: numerical); ``narrow``: the number of uint8 columns (the rest
+    are uint16).  Without them every column is a numerical uint8 one."""
     total = info.shape[0]
     k = roots.shape[0]
     # a tree of L leaves has 2L - 1 nodes: refuse before allocating the tables (this runs
@@ -53,16 +74,29 @@ def bitmask_forest(info: np.ndarray, child: np.ndarray, node_value: np.ndarray, 
         return None
     # entries: at most one per internal node (K trees of 2L - 1 nodes have (total - K) / 2),
     # and one per column and tree
-    entries = min((total - k) // 2, k * num_columns)
+    if narrow is None:
+        narrow = num_columns
+    if cat_count is None:
+        cat_count = np.zeros(num_columns, np.int64)
+    if cat_off is None:
+        cat_off = np.full(total, -1, np.int64)
+    entries = min((total - k) // 2, k * narrow)
+    wide = num_columns - narrow
+    wide_entries = min((total - k) // 2, k * wide)
     tstart = np.empty(k + 1, np.int64)
     tcol = np.empty(entries, np.int64)
     table = np.empty(_bk.NUM_CODES * entries, np.uint64)
+    wstart = np.empty(k + 1, np.int64)
+    wcol = np.empty(wide_entries, np.int64)
+    woff = np.empty(wide_entries, np.int64)
+    wtable = np.empty(wide_entries * (int(cat_count[narrow:].max()) if wide else 0), np.uint64)
     leaf_value = np.zeros(_bk.MAX_LEAVES * k)
     leaf_index = np.zeros(_bk.MAX_LEAVES * k, np.int32)
     scratch = (np.empty(total, np.int64), np.empty(total, np.int64), np.empty(total, np.int64),
                np.full(num_columns, -1, np.int64))
-    if _bk.bitmask_tables(info, child, node_value, node_leaf, roots, total, tstart, tcol, table, leaf_value,
-                          leaf_index, *scratch) == _bk.TOO_MANY_LEAVES:
+    if _bk.bitmask_tables(info, child, cat_off, cat_words, cat_count, node_value, node_leaf, roots, total, narrow,
+                          tstart, tcol, table, wstart, wcol, woff, wtable, leaf_value, leaf_index,
+                          *scratch) == _bk.TOO_MANY_LEAVES:
         return None
-    return BitmaskForest(tstart, tcol, table, leaf_value, leaf_index)
+    return BitmaskForest(tstart, tcol, table, leaf_value, leaf_index, wstart, wcol, woff, wtable)
 
