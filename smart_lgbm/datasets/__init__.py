@@ -9,6 +9,7 @@ from .ranking import (
     read_query_file,
 )
 from .synthetic import make_dense_binary, make_dense_multiclass, make_dense_regression
+from .synthetic_categorical import make_mixed_categorical
 from .synthetic_sparse_ranking import make_yahoo_like, make_yahoo_like_split
 from .synthetic_ranking import make_mslr_like, make_mslr_like_split, train_test_split_by_query
 
@@ -19,6 +20,7 @@ __all__ = [
     "make_dense_binary",
     "make_dense_multiclass",
     "make_dense_regression",
+    "make_mixed_categorical",
     "group_from_qid",
     "load_lightgbm_ranking",
     "load_rank_sample",
