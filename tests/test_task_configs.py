@@ -119,3 +119,34 @@ def test_binary_configs_carry_the_peers_too():
     for name in ("a9a.toml", "higgs-like.toml"):
         (exp,) = load_config(CONFIGS / name).experiments
         assert {"stock_quantized", "xgboost_hist", "catboost"} <= {m.kind for m in exp.methods}
+
+
+def test_mixed_categorical_source_declares_its_categorical_columns(tmp_path):
+    import lightgbm as lgb
+
+    from smart_lgbm.compare.data import head, make_datasets
+
+    exp = _config(tmp_path, '{ source = "synthetic", generator = "mixed_categorical", n_rows = 3000, n_features = 16 }',
+                  '{ objective = "binary" }', "binary_logloss")
+    data = load_data(exp.data)
+    assert data.train.X.shape == (2400, 20) and data.categorical == (16, 17, 18, 19)
+    assert data.description.startswith("synthetic mixed_categorical (n_rows=3000, seed=0)")
+    assert "(4 of them categorical)" in data.description
+    assert head(data, 500).categorical == data.categorical
+    train, valid = make_datasets(data)
+    booster = lgb.train({"objective": "binary", "verbosity": -1, "num_leaves": 15}, train, 5, valid_sets=[valid])
+    assert "cat_threshold=" in booster.model_to_string()  # LightGBM splits on them as categories
+    # the other generators keep LightGBM's "auto"
+    dense = _config(tmp_path, '{ source = "synthetic", generator = "dense_regression", n_rows = 500 }',
+                    '{ objective = "regression" }', "l2")
+    assert load_data(dense.data).categorical == ()
+
+
+def test_the_mixed_categorical_config_is_the_real_shaped_table():
+    (exp,) = load_config(CONFIGS / "mixed-categorical.toml").experiments
+    assert exp.data.generator == "mixed_categorical" and exp.data.n_rows >= 1_000_000
+    assert "SYNTHETIC" in (CONFIGS / "mixed-categorical.toml").read_text()
+    assert exp.target_method == "stock_full" and exp.target_at == "best" and exp.tolerance == 0.0005
+    labels = {m.label: m for m in exp.methods}
+    rec = labels["first_order_auto_refit"]
+    assert rec.options["rate"] == "auto" and rec.options["refit_leaves"] is True

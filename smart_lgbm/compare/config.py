@@ -119,9 +119,10 @@ TARGET_AT = ("best", "final")
 EQUAL_TIME = (0.25, 0.5, 1.0)
 
 BUNDLED = ("a9a", "digits", "higgs_sample", "rank_sample")
-GENERATORS = ("dense_binary", "dense_multiclass", "dense_regression", "mslr_like", "yahoo_like")
+GENERATORS = ("dense_binary", "dense_multiclass", "dense_regression", "mixed_categorical", "mslr_like", "yahoo_like")
 #: generator -> (default n_features, minimum n_features)
 _GENERATOR_FEATURES = {"dense_binary": (136, 16), "dense_multiclass": (40, 16), "dense_regression": (40, 16),
+                       "mixed_categorical": (36, 16),
                        "mslr_like": (136, 4), "yahoo_like": (700, 20)}
 FILE_SOURCES = ("svmlight", "lightgbm", "csv", "parquet")
 SOURCES = ("bundled", "synthetic", *FILE_SOURCES)

@@ -36,11 +36,14 @@ class Split:
 
 @dataclass(frozen=True)
 class ExperimentData:
-    """Training and validation splits plus a one-line description of where they came from."""
+    """Training and validation splits plus a one-line description of where they came from,
+    and the categorical columns (LightGBM's ``categorical_feature``; empty: LightGBM's
+    ``"auto"``, pandas ``category`` columns)."""
 
     train: Split
     valid: Split
     description: str
+    categorical: tuple[int, ...] = ()
 
     @property
     def is_ranking(self) -> bool:
@@ -116,6 +119,12 @@ def _synthetic(spec: DataSpec) -> tuple[Split, Split]:
             assert spec.n_classes is not None  # the config gives dense_multiclass its classes
             X, y = synthetic.make_dense_multiclass(spec.n_rows, spec.n_features, spec.n_classes, spec.seed)
         # Rows are i.i.d., so the last test_size share is a random split already (and no copy).
+        cut = spec.n_rows - min(max(1, int(round(spec.test_size * spec.n_rows))), spec.n_rows - 1)
+        return Split(X[:cut], y[:cut]), Split(X[cut:], y[cut:])
+    if spec.generator == "mixed_categorical":
+        from ..datasets.synthetic_categorical import make_mixed_categorical
+
+        X, y, _ = make_mixed_categorical(spec.n_rows, spec.n_features, seed=spec.seed)
         cut = spec.n_rows - min(max(1, int(round(spec.test_size * spec.n_rows))), spec.n_rows - 1)
         return Split(X[:cut], y[:cut]), Split(X[cut:], y[cut:])
     if spec.generator == "yahoo_like":  # sparse: CSR all the way to lightgbm.Dataset, never densified
@@ -236,12 +245,20 @@ def load_data(spec: DataSpec, where: str = "[data]") -> ExperimentData:
     desc = f"{spec.describe()}: {train.num_rows} train / {valid.num_rows} valid rows, {train.X.shape[1]} features"
     if train.group is not None and valid.group is not None:
         desc += f", {len(train.group)} / {len(valid.group)} queries"
-    return ExperimentData(train, valid, desc)
+    categorical: tuple[int, ...] = ()
+    if spec.generator == "mixed_categorical":
+        from ..datasets.synthetic_categorical import DEFAULT_LEVELS
+
+        assert spec.n_features is not None
+        categorical = tuple(range(spec.n_features, spec.n_features + len(DEFAULT_LEVELS)))
+        desc += f" ({len(categorical)} of them categorical)"
+    return ExperimentData(train, valid, desc, categorical)
 
 
 def head(data: ExperimentData, max_rows: int) -> ExperimentData:
     """The first ``max_rows`` rows (whole queries) of both splits, e.g. for a warm-up run."""
-    return ExperimentData(_head(data.train, max_rows), _head(data.valid, max_rows), data.description)
+    return ExperimentData(_head(data.train, max_rows), _head(data.valid, max_rows), data.description,
+                          data.categorical)
 
 
 def make_datasets(data: ExperimentData) -> tuple[lgb.Dataset, lgb.Dataset]:
@@ -251,6 +268,7 @@ def make_datasets(data: ExperimentData) -> tuple[lgb.Dataset, lgb.Dataset]:
     init scores.  Binning happens inside ``lightgbm.train`` / ``smart_lgbm.train`` with the
     run's parameters, before the first iteration, so it is not part of the per-iteration times.
     """
-    train = lgb.Dataset(data.train.X, data.train.y, group=data.train.group)
+    train = lgb.Dataset(data.train.X, data.train.y, group=data.train.group,
+                        categorical_feature=list(data.categorical) if data.categorical else "auto")
     valid = lgb.Dataset(data.valid.X, data.valid.y, group=data.valid.group, reference=train)
     return train, valid

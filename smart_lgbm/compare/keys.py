@@ -80,10 +80,11 @@ DATA_KEYS: dict[str, str] = {
     "source": "where the data come from: \"bundled\", \"synthetic\", \"svmlight\", \"lightgbm\", \"csv\" or "
               "\"parquet\" (required)",
     "name": "the bundled data set: \"a9a\", \"digits\", \"higgs_sample\" or \"rank_sample\" (required)",
-    "generator": "the generator: \"dense_binary\", \"dense_multiclass\", \"dense_regression\", \"mslr_like\" or "
-                 "\"yahoo_like\" (required)",
+    "generator": "the generator: \"dense_binary\", \"dense_multiclass\", \"dense_regression\", "
+                 "\"mixed_categorical\", \"mslr_like\" or \"yahoo_like\" (required)",
     "n_rows": "rows to generate, before the train/validation split (required)",
-    "n_features": "features to generate (136; dense_multiclass, dense_regression: 40; yahoo_like: 700)",
+    "n_features": "features to generate (136; dense_multiclass, dense_regression: 40; yahoo_like: 700; "
+                  "mixed_categorical: 36 numerical ones, plus its 4 categorical columns)",
     "n_classes": "classes of the dense_multiclass generator, at least 2 (5)",
     "train": "the training file, relative to the config file's folder (required)",
     "valid": "the validation file; without it the training file is split (none)",
