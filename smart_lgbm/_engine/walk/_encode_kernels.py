@@ -22,9 +22,7 @@ category 0) or out of ``int`` range, and every category without a bin of its own
 from __future__ import annotations
 
 import numpy as np
-from numba import prange
-
-from numba import njit
+from numba import njit, prange
 
 from ..._numba.row_kernel import row_kernel
 from ._kernels import _lower_bound
