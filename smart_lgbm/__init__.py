@@ -20,6 +20,7 @@ from .objective import SmartObjective  # noqa: E402
 from .samplers import (  # noqa: E402
     MVS,
     AdaptiveRate,
+    Auto,
     FirstOrder,
     Full,
     LossBased,
@@ -37,6 +38,7 @@ from .sklearn import SmartClassifier, SmartRanker, SmartRegressor  # noqa: E402
 __all__ = [
     "MVS",
     "AdaptiveRate",
+    "Auto",
     "FirstOrder",
     "Full",
     "IterationNotSplitWarning",
