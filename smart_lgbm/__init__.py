@@ -34,6 +34,7 @@ from .samplers import (  # noqa: E402
     make_sampler,
 )
 from .sklearn import SmartClassifier, SmartRanker, SmartRegressor  # noqa: E402
+from ._warmup import warmup  # noqa: E402
 
 __all__ = [
     "MVS",
@@ -61,4 +62,5 @@ __all__ = [
     "make_sampler",
     "record_sampling",
     "train",
+    "warmup",
 ]
