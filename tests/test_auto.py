@@ -163,3 +163,34 @@ def test_large_data_trains_the_chosen_sampler(monkeypatch, caplog):
     sl.train(BASE, lgb.Dataset(X, y), 3, callbacks=[sl.record_sampling(record)])
     assert record["sampler"] == ['FirstOrder(rate="auto", refit_leaves=True)'] * 3
     assert max(record["sampling_rate"]) < 1.0
+
+
+# --------------------------------------------------------------------------- configs and the command line
+
+def test_a_config_method_auto_trains_stock_lightgbms_run_on_small_data(tmp_path):
+    import textwrap
+
+    from smart_lgbm.compare import load_config
+    from smart_lgbm.compare.data import load_data
+    from smart_lgbm.compare.methods import run_method
+
+    path = tmp_path / "c.toml"
+    path.write_text(textwrap.dedent("""
+        rounds = 6
+        [params]
+        num_leaves = 7
+        num_threads = 1
+        [methods.stock_full]
+        [methods.auto]
+        [[experiments]]
+        name = "h"
+        metric = "auc"
+        data = { source = "bundled", name = "higgs_sample" }
+        params = { objective = "binary" }
+    """))
+    exp = load_config(path).experiments[0]
+    assert exp.method("auto").kind == "auto"
+    data = load_data(exp.data)
+    auto = run_method(exp.method("auto"), exp, data, seed=0)
+    stock = run_method(exp.method("stock_full"), exp, data, seed=0)
+    assert auto.values == stock.values and auto.sampling_rate == [1.0] * 6
