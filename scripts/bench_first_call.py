@@ -15,15 +15,22 @@ of the checkout), as on a new machine, CI runner, Dask worker container or noteb
 * the first ``sl.train`` of another fresh process that finds the cache the first one left
   (``cached``): the cost once a machine has run the package once.
 
-Entry points: binary log-loss with each sampler (``Full``, ``Uniform``, ``WeightTrimming``,
-``FirstOrder``, ``SecondOrder``, ``MVS``, ``LossBased``, all at rate 0.1 where they take
-one), multiclass softmax (3 classes) and LambdaRank with ``FirstOrder``.  Data: synthetic,
+Entry points, the recommended methods first: the ones ``sampler="auto"`` chooses on large
+data (``FirstOrder(rate="auto", refit_leaves=True)`` for binary, multiclass and regression,
+``FirstOrder(rate=0.1, refit_leaves=True)`` for LambdaRank), ``sampler="auto"`` itself
+(stock ``lightgbm.train`` below 100,000 rows), then binary log-loss with each sampler
+(``Full``, ``Uniform``, ``WeightTrimming``, ``FirstOrder``, ``SecondOrder``, ``MVS``,
+``LossBased``, all at rate 0.1 where they take one), multiclass softmax (3 classes) and
+LambdaRank with ``FirstOrder``.  Data: synthetic,
 seeded, made in the child (``--rows``, by default 5,000, x 20 dense float64; LambdaRank: queries of 20
 documents). Data below 8,192 rows (``smart_lgbm._numba.row_kernel.PARALLEL_MIN_ROWS``) compile only the serial
 twins of the row kernels; a larger ``--rows`` shows the first call that compiles the parallel ones.
 
+With ``--warmup`` each empty cache is first filled by ``smart-lgbm warmup`` (timed, in its
+own process): ``first`` is then the first call after the warm-up.
+
 Usage: python scripts/bench_first_call.py [--entry binary-first_order ...] [--repeats 1] [--rows 5000 ...]
-       [--out docs/results/bench_first_call.md]
+       [--warmup] [--out docs/results/bench_first_call.md]
 Times are wall-clock on whatever else the machine is doing: run it alone.
 """
 
@@ -37,6 +44,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -50,7 +58,14 @@ SAMPLERS = {
     "mvs": "sl.MVS(rate=0.1)",
     "loss_based": "sl.LossBased(rate=0.1)",
 }
-ENTRIES = {f"binary-{name}": ("binary", expr) for name, expr in SAMPLERS.items()}
+#: The recommended methods first: the ones sampler="auto" chooses on large data
+#: (smart_lgbm.samplers.auto.RULES), then sampler="auto" itself (stock lightgbm.train below
+#: 100,000 rows), then every sampler at a fixed rate.
+AUTO_REFIT = 'sl.FirstOrder(rate="auto", refit_leaves=True)'
+ENTRIES = {f"{task}-first_order_auto_refit": (task, AUTO_REFIT) for task in ("binary", "multiclass", "regression")}
+ENTRIES["lambdarank-first_order_refit"] = ("lambdarank", "sl.FirstOrder(rate=0.1, refit_leaves=True)")
+ENTRIES["binary-auto"] = ("binary", '"auto"')
+ENTRIES.update({f"binary-{name}": ("binary", expr) for name, expr in SAMPLERS.items()})
 ENTRIES["multiclass-first_order"] = ("multiclass", SAMPLERS["first_order"])
 ENTRIES["lambdarank-first_order"] = ("lambdarank", SAMPLERS["first_order"])
 
@@ -74,6 +89,8 @@ if objective == "binary":
 elif objective == "multiclass":
     y = np.digitize(score, [-0.7, 0.7]).astype(float)
     params["num_class"] = 3
+elif objective == "regression":
+    y = score
 else:
     y = np.clip(np.round(score + 1.5), 0, 4)
     group = [20] * (n // 20)
@@ -115,19 +132,33 @@ def run_child(entry: str, cache_dir: str, rows: int) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def measure(entry: str, repeats: int, rows: int) -> dict:
-    cold, cached = [], []
+def run_warmup(cache_dir: str) -> float:
+    """Seconds of ``smart-lgbm warmup`` in a fresh process with ``cache_dir`` as numba's cache."""
+    env = {**os.environ, "NUMBA_CACHE_DIR": cache_dir, "PYTHONPATH": str(ROOT)}
+    start = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "smart_lgbm", "warmup"], env=env, capture_output=True, text=True,
+                          cwd=tempfile.gettempdir())
+    if proc.returncode != 0:
+        raise RuntimeError(f"smart-lgbm warmup failed:\n{proc.stderr[-3000:]}")
+    return time.perf_counter() - start
+
+
+def measure(entry: str, repeats: int, rows: int, warmup: bool = False) -> dict:
+    cold, cached, warmups = [], [], []
     for _ in range(repeats):
         with tempfile.TemporaryDirectory(prefix="numba-cache-") as cache:
+            if warmup:  # the first call then finds the cache smart-lgbm warmup left
+                warmups.append(run_warmup(cache))
             cold.append(run_child(entry, cache, rows))
             cached.append(run_child(entry, cache, rows))  # a second fresh process finds the first one's cache
     med = lambda runs, key: statistics.median(r[key] for r in runs)  # noqa: E731
     return {"entry": entry, "rows": rows, "import": med(cold, "import"), "first": med(cold, "first"),
             "first_cpu": med(cold, "first_cpu"),
-            "second": med(cold, "second"), "cached": med(cached, "first"), "compiled": cold[0]["compiled"]}
+            "second": med(cold, "second"), "cached": med(cached, "first"), "compiled": cold[0]["compiled"],
+            "warmup": statistics.median(warmups) if warmups else None}
 
 
-def markdown(rows: list[dict], repeats: int) -> str:
+def markdown(rows: list[dict], repeats: int, warmup: bool = False) -> str:
     load = os.getloadavg()
     lines = [
         "# First `sl.train` in a fresh process (numba compilation)",
@@ -136,22 +167,24 @@ def markdown(rows: list[dict], repeats: int) -> str:
         "empty `NUMBA_CACHE_DIR` (`first`), the same call again in that process (`second`: the training "
         "alone), and a new process that finds the cache the first left (`cached`). Seconds, medians of "
         f"{repeats} repeat(s). Data: synthetic, the rows stated x 20 (LambdaRank: queries of 20 documents), "
-        "5 rounds; below 8,192 rows only the serial twins of the row kernels compile.",
+        "5 rounds; below 8,192 rows only the serial twins of the row kernels compile."
+        + (" `--warmup`: each empty cache is first filled by `smart-lgbm warmup` in its own process (its seconds "
+           "in the `warmup` column), so `first` is the first call after it." if warmup else ""),
         "",
         f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
         f"load average at the end {load[0]:.1f}"
         + (" (above the core count: other work skewed these times)." if load[0] > (os.cpu_count() or 1) else "."),
         "",
         "| entry point | rows | import smart_lgbm | first sl.train | its CPU time | second sl.train | "
-        "first sl.train, cached | largest compilations (s) |",
-        "|---|---:|---:|---:|---:|---:|---:|---|",
+        "first sl.train, cached | largest compilations (s) |" + (" warmup |" if warmup else ""),
+        "|---|---:|---:|---:|---:|---:|---:|---|" + ("---:|" if warmup else ""),
     ]
     for r in rows:
         top = ", ".join(f"{name.rsplit('.', 1)[-1]} {sec:.2f}" for name, sec in r["compiled"][:4]
                         if name.startswith("smart_lgbm"))
         lines.append(f"| {r['entry']} | {r['rows']:,} | {r['import']:.2f} | {r['first']:.2f} | {r['first_cpu']:.2f} | "
                      f"{r['second']:.2f} | "
-                     f"{r['cached']:.2f} | {top} |")
+                     f"{r['cached']:.2f} | {top} |" + (f" {r['warmup']:.1f} |" if warmup else ""))
     return "\n".join(lines) + "\n"
 
 
@@ -162,17 +195,19 @@ def main() -> int:
     parser.add_argument("--rows", type=int, nargs="+", default=[5000],
                         help="data sizes (each entry runs at each; multiples of 20 for LambdaRank)")
     parser.add_argument("--out", help="also write the markdown table here")
+    parser.add_argument("--warmup", action="store_true",
+                        help="run `smart-lgbm warmup` into each empty cache first: the first call after it")
     args = parser.parse_args()
     rows = []
     if min(args.rows) < 20:
         parser.error(f"--rows must be >= 20, got {min(args.rows)}")
     for entry, n in ((e, n) for n in args.rows for e in args.entry):
-        row = measure(entry, args.repeats, n)
+        row = measure(entry, args.repeats, n, args.warmup)
         print(f"{entry} ({n:,} rows): first {row['first']:.2f} s (CPU {row['first_cpu']:.2f} s), second {row['second']:.2f} s, "
               f"cached {row['cached']:.2f} s",
               file=sys.stderr, flush=True)
         rows.append(row)
-    text = markdown(rows, args.repeats)
+    text = markdown(rows, args.repeats, args.warmup)
     print(text)
     if args.out:
         Path(args.out).write_text(text)

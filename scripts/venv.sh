@@ -10,10 +10,18 @@
 LIGHTGBM_VERSIONS="4.6 4.7"
 NEWEST_LIGHTGBM="${LIGHTGBM_VERSIONS##* }"
 
+# Every extra: what scripts/test, .ci/lint and .ci/docs need (see the install below).
+ALL_EXTRAS="test,dask,compare,docs,peers"
+
 # Sets VENV to the environment of LightGBM "$1" (empty: the newest), creating it and
 # (re)installing the package when pyproject.toml or the version changed since the last install.
+# "$2": the extras to install (empty: ALL_EXTRAS); scripts/run asks only for "compare", so
+# that a fresh clone's quick comparison installs no Dask, Sphinx, XGBoost or CatBoost.  An
+# environment installed with every extra serves any narrower request; a narrower one is
+# completed when a caller asks for every extra.
 smart_lgbm_venv() {
     local version="${1:-$NEWEST_LIGHTGBM}"
+    local extras="${2:-$ALL_EXTRAS}"
     case " $LIGHTGBM_VERSIONS " in
         *" $version "*) ;;
         *)
@@ -30,19 +38,21 @@ smart_lgbm_venv() {
         echo "creating $VENV (first run only)" >&2
         python3 -m venv "$VENV"
     fi
-    local stamp
-    stamp="$VENV/.installed-$( (cat pyproject.toml; echo "lightgbm $version") | sha256sum | cut -c1-16)"
-    if [ ! -f "$stamp" ]; then
-        echo "installing smart-lgbm with lightgbm $version into $VENV" >&2
+    local key stamp
+    key="$( (cat pyproject.toml; echo "lightgbm $version") | sha256sum | cut -c1-16)"
+    stamp="$VENV/.installed-$key-${extras//,/-}"
+    # (a stamp .installed-KEY without extras also stands for every extra)
+    if [ ! -f "$stamp" ] && [ ! -f "$VENV/.installed-$key-${ALL_EXTRAS//,/-}" ] && [ ! -f "$VENV/.installed-$key" ]; then
+        echo "installing smart-lgbm [$extras] with lightgbm $version into $VENV" >&2
         "$VENV/bin/python" -m pip install --quiet --upgrade pip
         # The explicit pin also moves an existing environment to the selected version (pip
         # would otherwise keep any installed LightGBM that satisfies pyproject.toml's range).
-        # The dask extra too: the test suite runs the Dask estimators (tests/test_dask*.py);
+        # Every extra (ALL_EXTRAS) for the tests: the dask extra, since the test suite runs the Dask estimators (tests/test_dask*.py);
         # the compare extra (matplotlib): scripts/run and the comparison tests draw plots; the
         # docs extra (Sphinx): tests/test_docs_site.py builds the documentation site; and the
         # peers extra (XGBoost, CatBoost: about 1 GB installed, with XGBoost's NCCL library):
         # the comparison tests train them (tests/test_peers.py).
-        "$VENV/bin/python" -m pip install --quiet -e ".[test,dask,compare,docs,peers]" "lightgbm==$version.*"
+        "$VENV/bin/python" -m pip install --quiet -e ".[$extras]" "lightgbm==$version.*"
         rm -f "$VENV"/.installed-*
         touch "$stamp"
     fi

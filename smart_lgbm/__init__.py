@@ -20,6 +20,7 @@ from .objective import SmartObjective  # noqa: E402
 from .samplers import (  # noqa: E402
     MVS,
     AdaptiveRate,
+    Auto,
     FirstOrder,
     Full,
     LossBased,
@@ -33,10 +34,12 @@ from .samplers import (  # noqa: E402
     make_sampler,
 )
 from .sklearn import SmartClassifier, SmartRanker, SmartRegressor  # noqa: E402
+from ._warmup import warmup  # noqa: E402
 
 __all__ = [
     "MVS",
     "AdaptiveRate",
+    "Auto",
     "FirstOrder",
     "Full",
     "IterationNotSplitWarning",
@@ -59,4 +62,5 @@ __all__ = [
     "make_sampler",
     "record_sampling",
     "train",
+    "warmup",
 ]

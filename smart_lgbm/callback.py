@@ -8,7 +8,7 @@ from typing import Any
 from lightgbm.callback import CallbackEnv
 
 _FIELDS = ("num_sampled", "sampling_rate", "num_trees", "sample_seconds", "tree_seconds", "update_seconds",
-           "seconds")
+           "seconds", "sampler", "sampler_reason")
 
 
 def record_sampling(out: dict[str, list[Any]]) -> Callable[[CallbackEnv], None]:
@@ -22,7 +22,16 @@ def record_sampling(out: dict[str, list[Any]]) -> Callable[[CallbackEnv], None]:
     * ``sample_seconds``: gradients of all rows and the draw; ``tree_seconds``: LightGBM
       fitting the tree(s) on the sample (subset copy included); ``update_seconds``: every
       training and validation row's score update; ``seconds``: the whole training step of
-      the iteration (their sum; evaluation excluded).
+      the iteration (their sum; evaluation excluded);
+    * ``sampler``: the method that ran the iteration (the sampler's repr, or with
+      ``sampler="auto"`` what it chose, e.g. ``stock LightGBM (lightgbm.train)``);
+      ``sampler_reason``: why (``"given"`` for a sampler passed in; ``sampler="auto"``'s
+      rule, the facts it read and the results it rests on).
+
+    Where ``sampler="auto"`` hands the run to ``lightgbm.train`` (small data...), every
+    iteration draws every row (``sampling_rate`` 1.0, unless the parameters ask LightGBM to
+    bag), ``tree_seconds`` and ``seconds`` are LightGBM's ``update()`` (its tree and its
+    own score update) and ``sample_seconds``, ``update_seconds`` are 0.
 
     Parameters
     ----------

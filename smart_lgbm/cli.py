@@ -1,4 +1,5 @@
-"""The ``smart-lgbm`` command: ``run`` one method or ``compare`` all methods of a TOML config.
+"""The ``smart-lgbm`` command: ``run`` one method or ``compare`` all methods of a TOML config;
+``warmup`` compiles the recommended methods' kernels once (:func:`smart_lgbm.warmup`).
 
 Exit codes: 0 success, 2 bad command line, config, data, parameters or output folder, or
 ``compare`` without matplotlib (the ``compare`` extra) (one line naming the problem, before
@@ -25,7 +26,7 @@ def _parser() -> argparse.ArgumentParser:
         description="Config-driven runs and side-by-side comparisons of SMART sampling against stock LightGBM.",
     )
     parser.add_argument("--version", action="version", version=f"smart-lgbm {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{run,compare}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{run,compare,warmup}")
     overwrite_help = ("replace results in the output folder that new runs cannot be merged into "
                       "(another setup, an older format); without it such a folder is refused")
 
@@ -44,12 +45,33 @@ def _parser() -> argparse.ArgumentParser:
     cmp_.add_argument("--experiment", action="append", help="only this experiment (repeatable)")
     cmp_.add_argument("--output", help="output folder (overrides the config's 'output')")
     cmp_.add_argument("--overwrite", action="store_true", help=overwrite_help)
+
+    sub.add_parser("warmup", help="compile the recommended methods' numba kernels once, into numba's on-disk cache "
+                   "(for Docker images, CI, Dask workers), so that the first training starts at once")
     return parser
+
+
+def _warmup() -> int:
+    """``smart-lgbm warmup``: :func:`smart_lgbm.warmup`, each step on stderr."""
+    import time
+
+    from ._warmup import warmup
+
+    start = time.perf_counter()
+    done = warmup(progress=lambda line: print(line, file=sys.stderr, flush=True))
+    print(f"smart-lgbm warmup: {len(done)} trainings in {time.perf_counter() - start:.1f} s; their kernels are in "
+          "numba's cache for this environment", file=sys.stderr)
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``smart-lgbm`` and ``python -m smart_lgbm``; returns the exit code."""
     args = _parser().parse_args(argv)
+    if args.command == "warmup":
+        try:
+            return _warmup()
+        except KeyboardInterrupt:
+            return 130  # what compiled so far stays in the cache
     # Imported here so that --help and --version answer without loading LightGBM and numba.
     from .compare import ConfigError, load_config, run_compare, run_single
     from .compare.config import error_text

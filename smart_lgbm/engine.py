@@ -6,6 +6,9 @@ of all rows, the sampler's sample, LightGBM's tree learner on the sampled rows o
 every row's score updated by a compiled walk over the raw features.  At the end the trees
 become one stock model string (the initial score folded into the first tree, the stock
 ``objective=`` line and parameters) loaded into an ordinary :class:`lightgbm.Booster`.
+The default, ``sampler="auto"``, chooses the method before the first tree and hands the run
+to :func:`lightgbm.train` itself where sampling does not pay
+(:mod:`smart_lgbm.samplers.auto`).
 """
 
 from __future__ import annotations
@@ -32,10 +35,20 @@ def train(
     feval: Callable | list[Callable] | None = None,
     callbacks: list[Callable] | None = None,
 ) -> lgb.Booster:
-    """Train a LightGBM model whose trees are fitted on sampled rows only.
+    """Train a LightGBM model, each tree fitted on a sample of the rows where that pays.
 
     Same conventions as :func:`lightgbm.train`; the added ``sampler`` chooses the rows of
-    each iteration.
+    each iteration.  With a sampler object or name every tree is fitted on the rows that
+    sampler draws.  The default, ``sampler="auto"``, chooses before the first tree from the
+    task, the data's size and storage and the parameters (the rule table of
+    :mod:`smart_lgbm.samplers.auto`, docs/choosing.md): on large data
+    ``FirstOrder(rate="auto", refit_leaves=True)`` (trees fitted on sampled rows, leaf
+    values from every row); on small data, or with parameters only stock LightGBM trains,
+    :func:`lightgbm.train` itself, with these arguments: stock LightGBM's model at its
+    speed.  The choice and its reason are logged (the ``smart_lgbm`` logger, and LightGBM's
+    way at ``verbosity >= 1``), recorded by :func:`smart_lgbm.record_sampling` and written
+    into the model's ``parameters:`` section (a ``[smart_lgbm ...]`` line that stock
+    LightGBM loads and keeps).
 
     Parameters
     ----------
@@ -50,8 +63,9 @@ def train(
         own copy from the same raw data and parameters.
     num_boost_round : int, default=100
     sampler : Sampler, str or None, default=None
-        A sampler object (``FirstOrder(rate=0.1)``...), a sampler name, or None for
-        ``Full()`` (every row: ordinary gradient boosting).
+        A sampler object (``FirstOrder(rate=0.1)``, ``Full()`` for every row through the
+        engine...), a sampler name (``"first_order"``...), or ``"auto"``; None means
+        ``"auto"`` (:class:`smart_lgbm.Auto`).
     valid_sets, valid_names : optional
         As in ``lightgbm.train``; passing ``train_set`` itself evaluates the training set.
     feval : callable or list of callables, optional
@@ -63,6 +77,8 @@ def train(
     Returns
     -------
     lightgbm.Booster
-        A stock model: saves, loads and predicts like one trained by ``lightgbm.train``.
+        A stock model: saves, loads and predicts like one trained by ``lightgbm.train``
+        (where ``sampler="auto"`` chose stock LightGBM, ``lightgbm.train``'s own, with the
+        choice's line in its parameters).
     """
     return _engine.train(params, train_set, num_boost_round, sampler, valid_sets, valid_names, feval, callbacks)

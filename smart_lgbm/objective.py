@@ -37,10 +37,11 @@ from lightgbm.callback import CallbackEnv
 from . import _lightgbm
 from . import objective_metrics as om
 from ._numba import runtime
+from ._numba.notice import compile_notice
 from .distributed import network_rank
 from .losses.base import Loss, Target
 from ._engine import Gradients, canonicalize, draw_iteration, resolve_loss
-from .samplers import GradientHistory, RunContext, Sample, Sampler, make_sampler
+from .samplers import Auto, GradientHistory, RunContext, Sample, Sampler, make_sampler
 
 
 def _non_negative_int(value: Any, name: str) -> int:
@@ -154,6 +155,10 @@ class SmartObjective:
                  stream: int | None = None, **objective_params: Any) -> None:
         self.loss = resolve_loss(canonicalize({"objective": objective, **objective_params}))
         self.sampler = make_sampler(sampler if sampler is not None else "first_order")
+        if isinstance(self.sampler, Auto):
+            raise ValueError('SmartObjective cannot take sampler="auto": smart_lgbm.train chooses it before the first '
+                             'tree (stock LightGBM, or a sampler with the leaf refit); give SmartObjective a sampler '
+                             'such as FirstOrder(rate="auto")')
         if self.sampler.refit_leaves:
             raise ValueError(f"SmartObjective cannot take {self.sampler!r}: refit_leaves=True rewrites the leaf values "
                              "after each tree, and stock LightGBM keeps its own; train with smart_lgbm.train (or the "
@@ -384,13 +389,14 @@ class SmartObjective:
         grad = np.empty(raw.shape, dtype=np.float32)
         hess = np.empty(raw.shape, dtype=np.float32)
         runtime.load_cached()  # numba's runtime from its cached object file, before the first kernel runs
-        self.loss.compute_gradients(raw, target, grad, hess)
-        stream = self.stream if self.stream is not None else run.network_stream
-        # the engine's draw and checks (smart_lgbm._engine.draw): the zeros below are filled
-        # from a sample whose indices are sorted, unique and in range
-        sample = draw_iteration(self.sampler, Gradients(grad, hess), loss=self.loss, target=target,
-                                history=run.history, raw=raw, iteration=iteration, seed=self.seed, stream=stream,
-                                run=run.context)
+        with compile_notice():  # the first compilation of the package's kernels says so, once
+            self.loss.compute_gradients(raw, target, grad, hess)
+            stream = self.stream if self.stream is not None else run.network_stream
+            # the engine's draw and checks (smart_lgbm._engine.draw): the zeros below are filled
+            # from a sample whose indices are sorted, unique and in range
+            sample = draw_iteration(self.sampler, Gradients(grad, hess), loss=self.loss, target=target,
+                                    history=run.history, raw=raw, iteration=iteration, seed=self.seed,
+                                    stream=stream, run=run.context)
         self.last_sample = sample
         self.record["num_sampled"].append(sample.size)
         self.record["sampling_rate"].append(sample.size / target.num_rows)

@@ -6,7 +6,8 @@
 signatures, same fitted attributes, plus
 
 * ``sampler``: a :class:`smart_lgbm.Sampler` or a sampler name (``"first_order"``...);
-  None (the default) is ``Full()``, every row, i.e. ordinary gradient boosting;
+  None (the default) is ``"auto"``: the method the committed comparisons show fastest for
+  the data, stock LightGBM itself on small data (:class:`smart_lgbm.Auto`);
 * ``sampler_params``: keyword arguments for a sampler given by name
   (``sampler="first_order", sampler_params={"rate": 0.1}``), so that a grid search can
   vary them;
@@ -46,14 +47,15 @@ not LightGBM parameters (and, at predict, an ``objective`` that is a
 :class:`smart_lgbm.losses.Loss`, which LightGBM's C predictor cannot take).  Every use of LightGBM's private names lives in
 :mod:`smart_lgbm._lightgbm` ("scikit-learn estimator internals").
 
-What differs from LightGBM's estimators: parameters the engine cannot honour are refused
-with ValueError at ``fit`` (``boosting_type`` other than ``"gbdt"``, ``subsample < 1`` with
+What differs from LightGBM's estimators: with a sampler given, parameters the engine cannot
+honour are refused with ValueError at ``fit`` (``boosting_type`` other than ``"gbdt"``, ``subsample < 1`` with
 ``subsample_freq > 0``, ``data_sample_strategy="goss"``, ``linear_tree``, ``is_unbalance``/
 ``scale_pos_weight``), as are ``init_model`` (continued training) and objectives other than
 binary, multiclass, regression (L2), lambdarank or a :class:`smart_lgbm.losses.Loss` instance
 (meant for the regressor: the classifier's ``predict_proba`` assumes a probability model); a
 callable ``objective`` is refused with TypeError (wrap it as a
-:class:`smart_lgbm.losses.CustomLoss`).
+:class:`smart_lgbm.losses.CustomLoss`).  The default ``sampler="auto"`` hands such fits
+(except ``init_model``) to stock LightGBM instead, as it hands it small data.
 """
 
 from __future__ import annotations
@@ -261,7 +263,7 @@ _smart_init.__doc__ = (lgb.LGBMModel.__init__.__doc__ or "").replace(
     """    sampler : Sampler, str or None, optional (default=None)
         Row sampler of every boosting iteration: a :class:`smart_lgbm.Sampler` instance
         (``FirstOrder(rate=0.1)``...), a sampler name (NAMES)
-        or None for ``Full()`` (all rows, ordinary gradient boosting).
+        or None for ``"auto"`` (the engine's choice for the data: :class:`smart_lgbm.Auto`).
     sampler_params : dict or None, optional (default=None)
         Keyword arguments for a sampler given by name, e.g. ``{"rate": 0.1}``.
     **kwargs""".replace("NAMES", ", ".join(f'``"{name}"``' for name in sampler_names())),
@@ -277,10 +279,11 @@ class SmartRegressor(lgb.LGBMRegressor, _EngineFit):
     Parameters
     ----------
     sampler : Sampler, str or None, default=None
-        The row sampler: an instance (``FirstOrder(rate=0.1)``), a name (``"first_order"``,
-        ``"mvs"``, ...; see :func:`smart_lgbm.make_sampler`) or None for
-        :class:`smart_lgbm.Full` (every row: ordinary gradient boosting).  Each fit uses a
-        deep copy of an instance, so fitting never changes this parameter.
+        The row sampler: an instance (``FirstOrder(rate=0.1)``, ``Full()`` for every row),
+        a name (``"first_order"``, ``"mvs"``, ...; see :func:`smart_lgbm.make_sampler`), or
+        ``"auto"``; None means ``"auto"``: the method the committed comparisons show fastest
+        for the data (stock LightGBM on small data; :class:`smart_lgbm.Auto`).  Each fit uses
+        a deep copy of an instance, so fitting never changes this parameter.
     sampler_params : dict or None, default=None
         Keyword arguments of a sampler given by name, e.g. ``{"rate": 0.1}``.
     **kwargs
@@ -303,10 +306,11 @@ class SmartClassifier(lgb.LGBMClassifier, _EngineFit):
     Parameters
     ----------
     sampler : Sampler, str or None, default=None
-        The row sampler: an instance (``FirstOrder(rate=0.1)``), a name (``"first_order"``,
-        ``"mvs"``, ...; see :func:`smart_lgbm.make_sampler`) or None for
-        :class:`smart_lgbm.Full` (every row: ordinary gradient boosting).  Each fit uses a
-        deep copy of an instance, so fitting never changes this parameter.
+        The row sampler: an instance (``FirstOrder(rate=0.1)``, ``Full()`` for every row),
+        a name (``"first_order"``, ``"mvs"``, ...; see :func:`smart_lgbm.make_sampler`), or
+        ``"auto"``; None means ``"auto"``: the method the committed comparisons show fastest
+        for the data (stock LightGBM on small data; :class:`smart_lgbm.Auto`).  Each fit uses
+        a deep copy of an instance, so fitting never changes this parameter.
     sampler_params : dict or None, default=None
         Keyword arguments of a sampler given by name, e.g. ``{"rate": 0.1}``.
     **kwargs
@@ -328,10 +332,11 @@ class SmartRanker(lgb.LGBMRanker, _EngineFit):
     Parameters
     ----------
     sampler : Sampler, str or None, default=None
-        The row sampler: an instance (``FirstOrder(rate=0.1)``), a name (``"first_order"``,
-        ``"mvs"``, ...; see :func:`smart_lgbm.make_sampler`) or None for
-        :class:`smart_lgbm.Full` (every row: ordinary gradient boosting).  Each fit uses a
-        deep copy of an instance, so fitting never changes this parameter.
+        The row sampler: an instance (``FirstOrder(rate=0.1)``, ``Full()`` for every row),
+        a name (``"first_order"``, ``"mvs"``, ...; see :func:`smart_lgbm.make_sampler`), or
+        ``"auto"``; None means ``"auto"``: the method the committed comparisons show fastest
+        for the data (stock LightGBM on small data; :class:`smart_lgbm.Auto`).  Each fit uses
+        a deep copy of an instance, so fitting never changes this parameter.
     sampler_params : dict or None, default=None
         Keyword arguments of a sampler given by name, e.g. ``{"rate": 0.1}``.
     **kwargs

@@ -93,7 +93,7 @@ def test_custom_loss_gradients_beyond_float32_are_refused():
 def test_empty_validation_set_is_refused_as_in_stock(make_valid, metric):
     X, y = _data()
     with pytest.raises(ValueError, match="no rows"):
-        sl.train({**BASE, "metric": metric}, lgb.Dataset(X, y), 3, valid_sets=[make_valid(X, y)])
+        sl.train({**BASE, "metric": metric}, lgb.Dataset(X, y), 3, valid_sets=[make_valid(X, y)], sampler=sl.Full())
 
 
 @pytest.mark.parametrize("key, value", [

@@ -183,7 +183,7 @@ def test_standard_callbacks_work(a9a_small):
 def test_early_stopping_from_params_and_reset_parameter(a9a_small):
     (X, y), (Xt, yt) = a9a_small
     booster = sl.train({**BASE, "objective": "binary", "early_stopping_round": 3}, lgb.Dataset(X, y), 500,
-                       valid_sets=[lgb.Dataset(Xt, yt)])
+                       valid_sets=[lgb.Dataset(Xt, yt)], sampler=sl.Full())
     assert 0 < booster.best_iteration < 500
     slow = sl.train({**BASE, "objective": "binary"}, lgb.Dataset(X, y), 3, sampler=sl.Full(),
                     callbacks=[lgb.reset_parameter(learning_rate=lambda i: 0.001)])
@@ -224,7 +224,7 @@ def test_feval_gets_transformed_predictions(a9a_small):
         return "mean_pred", float(preds.mean()), False
 
     booster = sl.train({**BASE, "objective": "binary"}, lgb.Dataset(X, y), 4, valid_sets=[lgb.Dataset(Xt, yt)],
-                       feval=feval)
+                       feval=feval, sampler=sl.Full())
     np.testing.assert_allclose(seen[-1], booster.predict(Xt), rtol=1e-12)
 
 
@@ -327,7 +327,7 @@ def test_huge_lightgbm_init_scores_match_stock_and_stay_untouched():
 def test_unsupported_params_fail_early(a9a_small, bad, match):
     (X, y), _ = a9a_small
     with pytest.raises(ValueError, match=match):
-        sl.train({**BASE, "objective": "binary", **bad}, lgb.Dataset(X, y), 2)
+        sl.train({**BASE, "objective": "binary", **bad}, lgb.Dataset(X, y), 2, sampler=sl.Full())
 
 
 def test_bagging_fraction_without_bagging_freq_changes_nothing_as_in_stock(a9a_small):
@@ -342,42 +342,42 @@ def test_bagging_fraction_without_bagging_freq_changes_nothing_as_in_stock(a9a_s
     # switching bagging on during the run is refused, whichever of the two parameters does it
     with pytest.raises(ValueError, match="bagging_fraction=0.5 with bagging_freq=1"):
         sl.train({**params, "bagging_freq": 0}, lgb.Dataset(X, y), 3,
-                 callbacks=[lgb.reset_parameter(bagging_freq=[0, 1, 1])])
+                 callbacks=[lgb.reset_parameter(bagging_freq=[0, 1, 1])], sampler=sl.Full())
     with pytest.raises(ValueError, match="bagging_fraction=0.5 with bagging_freq=1"):
         sl.train({**BASE, "objective": "binary", "bagging_freq": 1, "bagging_fraction": 1.0}, lgb.Dataset(X, y), 3,
-                 callbacks=[lgb.reset_parameter(bagging_fraction=[1.0, 0.5, 0.5])])
+                 callbacks=[lgb.reset_parameter(bagging_fraction=[1.0, 0.5, 0.5])], sampler=sl.Full())
 
 
 def test_bad_data_fails_early(a9a_small):
     (X, y), _ = a9a_small
     params = {**BASE, "objective": "binary"}
     with pytest.raises(ValueError, match="label must be 0 or 1"):
-        sl.train(params, lgb.Dataset(X, y * 2), 2)
+        sl.train(params, lgb.Dataset(X, y * 2), 2, sampler=sl.Full())
     y_nan = y.copy()
     y_nan[3] = np.nan
     with pytest.raises(ValueError, match="label contains 1 NaN"):
-        sl.train(params, lgb.Dataset(X, y_nan), 2)
+        sl.train(params, lgb.Dataset(X, y_nan), 2, sampler=sl.Full())
     w = np.ones(len(y))
     w[0] = np.inf
     with pytest.raises(ValueError, match="weight contains"):
-        sl.train(params, lgb.Dataset(X, y, weight=w), 2)
+        sl.train(params, lgb.Dataset(X, y, weight=w), 2, sampler=sl.Full())
     with pytest.raises(ValueError, match="weight has"):
-        sl.train(params, lgb.Dataset(X, y, weight=np.ones(10)), 2)
+        sl.train(params, lgb.Dataset(X, y, weight=np.ones(10)), 2, sampler=sl.Full())
     with pytest.raises(ValueError, match="init_score has"):
-        sl.train(params, lgb.Dataset(X, y, init_score=np.ones(7)), 2)
+        sl.train(params, lgb.Dataset(X, y, init_score=np.ones(7)), 2, sampler=sl.Full())
     with pytest.raises(TypeError, match="train_set"):
-        sl.train(params, X, 2)
+        sl.train(params, X, 2, sampler=sl.Full())
     with pytest.raises(ValueError, match="num_boost_round"):
-        sl.train(params, lgb.Dataset(X, y), 0)
+        sl.train(params, lgb.Dataset(X, y), 0, sampler=sl.Full())
     with pytest.raises(ValueError, match="metric 'ndcg@5' is not a LightGBM metric"):
-        sl.train({**params, "metric": "ndcg@5"}, lgb.Dataset(X, y), 2)
+        sl.train({**params, "metric": "ndcg@5"}, lgb.Dataset(X, y), 2, sampler=sl.Full())
 
 
 def test_no_split_gives_constant_model_like_stock():
     X = np.random.RandomState(0).uniform(size=(10, 3))
     y = np.ones(10) * 3.0
     with pytest.warns(sl.NoMoreSplitsWarning, match="no more leaves"):
-        ours = sl.train({"objective": "regression", "verbosity": -1}, lgb.Dataset(X, y), 5)
+        ours = sl.train({"objective": "regression", "verbosity": -1}, lgb.Dataset(X, y), 5, sampler=sl.Full())
     stock = lgb.train({"objective": "regression", "verbosity": -1}, lgb.Dataset(X, y), 5)
     assert ours.num_trees() == stock.num_trees() == 1
     np.testing.assert_array_equal(ours.predict(X), stock.predict(X))
@@ -428,7 +428,7 @@ def test_unsplittable_first_iteration_is_still_evaluated():
     ours_res, stock_res = {}, {}
     with pytest.warns(sl.NoMoreSplitsWarning, match="no more leaves"):
         ours = sl.train(params, lgb.Dataset(X, y), 5, valid_sets=[lgb.Dataset(X, y)],
-                        callbacks=[lgb.record_evaluation(ours_res)])
+                        callbacks=[lgb.record_evaluation(ours_res)], sampler=sl.Full())
     stock = lgb.train(params, lgb.Dataset(X, y), 5, valid_sets=[lgb.Dataset(X, y)],
                       callbacks=[lgb.record_evaluation(stock_res)])
     assert ours.num_trees() == stock.num_trees() == 1
@@ -455,7 +455,8 @@ def test_callback_model_reads_the_trees_so_far(a9a_small):
         assert valid[0][:2] == ("valid_0", "binary_logloss") and train[0][0] == "training"
     np.testing.assert_array_equal(importance, final.feature_importance())
     with pytest.raises(lgb.basic.LightGBMError, match="read-only"):
-        sl.train({**BASE, "objective": "binary"}, lgb.Dataset(X, y), 2, callbacks=[lambda env: env.model.update()])
+        sl.train({**BASE, "objective": "binary"}, lgb.Dataset(X, y), 2, callbacks=[lambda env: env.model.update()],
+                 sampler=sl.Full())
 
 
 def test_run_is_released_before_the_final_model_and_env_model_still_answers(a9a_small, monkeypatch):
@@ -512,13 +513,14 @@ def test_early_stopping_keeps_the_best_iteration_like_stock():
     Xv, yv = _noisy_binary(500, 5, seed=1)
     params = {"objective": "binary", "verbosity": -1, "learning_rate": 0.5, "num_leaves": 63, "min_data_in_leaf": 5}
     kwargs = dict(valid_sets=[lgb.Dataset(Xv, yv)], callbacks=[lgb.early_stopping(5, verbose=False)])
-    ours = sl.train(params, lgb.Dataset(X, y), 100, **kwargs)
+    ours = sl.train(params, lgb.Dataset(X, y), 100, sampler=sl.Full(), **kwargs)
     stock = lgb.train(params, lgb.Dataset(X, y), 100, **kwargs)
     assert ours.best_iteration == stock.best_iteration < 50
     assert ours.num_trees() == stock.num_trees() == ours.current_iteration() == stock.best_iteration
     np.testing.assert_allclose(ours.predict(Xv, raw_score=True), stock.predict(Xv, raw_score=True), atol=1e-9)
     fit = dict(eval_set=[(Xv, yv)], callbacks=[lgb.early_stopping(5, verbose=False)])
-    smart = sl.SmartClassifier(learning_rate=0.5, num_leaves=63, min_child_samples=5, verbose=-1).fit(X, y, **fit)
+    smart = sl.SmartClassifier(learning_rate=0.5, num_leaves=63, min_child_samples=5, verbose=-1,
+                               sampler="full").fit(X, y, **fit)
     plain = lgb.LGBMClassifier(learning_rate=0.5, num_leaves=63, min_child_samples=5, verbose=-1).fit(X, y, **fit)
     assert smart.n_iter_ == plain.n_iter_ and smart.best_iteration_ == plain.best_iteration_
 
@@ -541,7 +543,7 @@ def test_reset_parameter_refuses_loss_and_metric_changes_clearly(a9a_small, chan
     key = next(iter(change))
     with pytest.raises(ValueError, match=f"reset_parameter cannot change {key}"):
         sl.train({**BASE, "objective": "binary"}, lgb.Dataset(X, y), 3,
-                 callbacks=[lgb.reset_parameter(**{key: lambda i: change[key]})])
+                 callbacks=[lgb.reset_parameter(**{key: lambda i: change[key]})], sampler=sl.Full())
 
 
 @pytest.mark.parametrize("make, error, match", [
@@ -581,7 +583,7 @@ def test_saved_parameters_section_equals_stock(params, group):
     if params["objective"] != "binary":
         y = np.digitize(X[:, 0], [-0.5, 0.5]).astype(float)
     params = {**params, "verbosity": -1, "num_leaves": 7}
-    ours = sl.train(params, lgb.Dataset(X, y, group=group), 5).model_to_string()
+    ours = sl.train(params, lgb.Dataset(X, y, group=group), 5, sampler=sl.Full()).model_to_string()
     stock = lgb.train(params, lgb.Dataset(X, y, group=group), 5).model_to_string()
     assert split_model_string(ours)[2] == split_model_string(stock)[2]
 
@@ -618,7 +620,7 @@ def test_binning_parameters_on_a_constructed_dataset_behave_as_in_stock(a9a_smal
     params = {**BASE, "objective": "binary", "max_bin": 7}
     freed = lgb.Dataset(X, y, params={"verbosity": -1}).construct()
     with pytest.raises(lgb.basic.LightGBMError, match="Cannot change max_bin after constructed Dataset handle"):
-        sl.train(params, freed, 3)
+        sl.train(params, freed, 3, sampler=sl.Full())
     with pytest.raises(lgb.basic.LightGBMError, match="Cannot change max_bin"):
         lgb.train(params, lgb.Dataset(X, y, params={"verbosity": -1}).construct(), 3)
     # with the raw data kept, both bin it again with the new parameters

@@ -72,7 +72,8 @@ def test_feval_sees_the_dataset_stock_gives_it(make):
 
 def test_feval_leaves_the_callers_datasets_unconstructed():
     train, valids, params = _binary()()
-    sl.train(params, train, 2, valid_sets=valids, feval=lambda p, d: ("n", float(d.num_data()), False))
+    sl.train(params, train, 2, valid_sets=valids, feval=lambda p, d: ("n", float(d.num_data()), False),
+             sampler=sl.Full())
     assert train._handle is None and valids[0]._handle is None
 
 
@@ -84,5 +85,5 @@ def test_callback_model_eval_passes_the_constructed_dataset_to_feval():
         results = env.model.eval_valid(lambda p, d: ("n", float(d.num_data()), False))
         sizes.extend(value for _, metric, value, _ in results if metric == "n")
 
-    sl.train(params, train, 2, valid_sets=valids, callbacks=[callback])
+    sl.train(params, train, 2, valid_sets=valids, callbacks=[callback], sampler=sl.Full())
     assert sizes == [200.0, 200.0]

@@ -908,3 +908,79 @@ def test_internals_are_used_only_inside_the_lightgbm_package():
             if _INTERNAL_USE.search(line):
                 outside.append(f"{path.relative_to(root)}:{number}: {line.strip()}")
     assert outside == [], "LightGBM internals used outside smart_lgbm/_lightgbm/:\n" + "\n".join(outside)
+
+
+# --------------------------------------------------------------------------- sampler="auto"'s stock branch
+
+def test_stock_iterations_sees_one_update_per_iteration_between_the_callbacks():
+    from smart_lgbm._lightgbm import StockIterations
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(500, 4))
+    y = (X[:, 0] > 0).astype(float)
+    watch = StockIterations({"sampler": "stock"}, samples_rows=False)
+    seen = []
+
+    def after(env):
+        seen.append(dict(env.model.last_record))
+
+    booster = lgb.train({"objective": "binary", "verbosity": -1, "num_class": 1}, lgb.Dataset(X, y), 4,
+                        callbacks=[*watch.callbacks, after])
+    assert [r["iteration"] for r in seen] == [0, 1, 2, 3]
+    assert all(r["num_trees"] == 1 and r["num_sampled"] == 500 and r["seconds"] > 0 for r in seen)
+    assert all(r["sampler"] == "stock" for r in seen)
+    assert "update" in booster.__dict__ and "last_record" in booster.__dict__
+    watch.detach(booster)
+    assert "update" not in booster.__dict__ and "last_record" not in booster.__dict__
+
+
+def test_bagged_rows_are_read_from_the_newest_tree():
+    from smart_lgbm._lightgbm import StockIterations
+
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(1000, 4))
+    y = X[:, 0] + rng.normal(size=1000)
+    watch = StockIterations({}, samples_rows=True)
+    rows = []
+    lgb.train({"objective": "regression", "verbosity": -1, "bagging_freq": 1, "bagging_fraction": 0.3, "seed": 2},
+              lgb.Dataset(X, y), 3, callbacks=[*watch.callbacks, lambda env: rows.append(env.model.last_record)])
+    assert all(250 <= r["num_sampled"] <= 350 for r in rows)
+
+
+def test_model_note_loads_without_warning_and_survives_save_and_load(capfd):
+    from smart_lgbm._lightgbm import model_note, with_model_note
+
+    X = np.random.default_rng(2).normal(size=(300, 3))
+    booster = lgb.train({"objective": "regression", "verbosity": -1}, lgb.Dataset(X, X[:, 0]), 3)
+    text = with_model_note(booster.model_to_string(), 'sampler="auto" chose x: [why]\nmore')
+    capfd.readouterr()
+    loaded = lgb.Booster(model_str=text)
+    out = capfd.readouterr()
+    assert "Warning" not in out.out + out.err
+    assert model_note(loaded.model_to_string()) == 'sampler="auto" chose x; (why) more'
+    np.testing.assert_array_equal(loaded.predict(X), booster.predict(X))
+    assert not any(key.startswith("smart_lgbm") for key in loaded.params)
+
+
+def test_log_info_goes_through_lightgbms_registered_logger():
+    from smart_lgbm._lightgbm import log_info
+
+    class Catch:
+        def __init__(self):
+            self.lines = []
+
+        def info(self, msg):
+            self.lines.append(msg)
+
+        def warning(self, msg):
+            self.lines.append(msg)
+
+    import lightgbm.basic
+
+    catch, before = Catch(), lightgbm.basic._LOGGER
+    lgb.register_logger(catch)
+    try:
+        log_info("[smart_lgbm] [Info] hello")
+    finally:
+        lgb.register_logger(before)
+    assert catch.lines == ["[smart_lgbm] [Info] hello"]

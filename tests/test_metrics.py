@@ -319,7 +319,7 @@ def test_engine_reports_metric_parameters_like_lightgbm(rng):
               "multi_error_top_k": 2, "auc_mu_weights": [0, 1, 3, 1, 0, 1, 2, 1, 0], "verbosity": -1}
     record: dict = {}
     booster = sl.train(params, lgb.Dataset(X[:1000], y[:1000]), 3, valid_sets=[lgb.Dataset(X[1000:], y[1000:])],
-                       valid_names=["v"], callbacks=[lgb.record_evaluation(record)])
+                       valid_names=["v"], callbacks=[lgb.record_evaluation(record)], sampler=sl.Full())
     stock = lightgbm_on_scores(params, booster.predict(X[1000:], raw_score=True), y[1000:])
     assert list(record["v"]) == [name for name, _, _ in stock] == ["multi_error@2", "auc_mu"]
     for name, value, _ in stock:

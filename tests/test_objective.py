@@ -263,7 +263,7 @@ def test_callback_outside_lightgbm_is_refused(a9a_small):
     (X, y), _ = a9a_small
     obj = sl.SmartObjective("binary", sl.Uniform(0.5))
     with pytest.raises(TypeError, match="smart_lgbm.train samples by itself"):
-        sl.train({**BASE, "objective": "binary"}, lgb.Dataset(X, y), 2, callbacks=[obj.callback])
+        sl.train({**BASE, "objective": "binary"}, lgb.Dataset(X, y), 2, callbacks=[obj.callback], sampler=sl.Full())
     with pytest.raises(TypeError, match="labels as a numpy array"):
         obj([0.0, 1.0], np.zeros(2))
 

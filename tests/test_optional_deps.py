@@ -105,5 +105,12 @@ def test_matplotlib_is_the_compare_extra_that_the_scripts_install():
     assert not [d for d in project["dependencies"] if d.startswith("matplotlib")]
     assert [d for d in project["optional-dependencies"]["compare"] if d.startswith("matplotlib")]
     # scripts/test, scripts/run and .ci/run create their environments with scripts/venv.sh
-    installs = re.findall(r'-e "\.\[([a-z,]+)\]"', (ROOT / "scripts" / "venv.sh").read_text())
-    assert len(installs) == 1 and {"test", "dask", "compare", "docs"} <= set(installs[0].split(",")), installs
+    # (every extra by default; scripts/run asks for the compare extra alone)
+    venv = (ROOT / "scripts" / "venv.sh").read_text()
+    assert '-e ".[$extras]"' in venv
+    every = re.findall(r'^ALL_EXTRAS="([a-z,]+)"$', venv, flags=re.MULTILINE)
+    assert len(every) == 1 and {"test", "dask", "compare", "docs", "peers"} <= set(every[0].split(",")), every
+    assert re.search(r'^smart_lgbm_venv "\$\{SMART_LGBM_LIGHTGBM:-\}" compare\b', (ROOT / "scripts" / "run").read_text(),
+                     flags=re.MULTILINE)
+    assert re.search(r'^smart_lgbm_venv "\$\{SMART_LGBM_LIGHTGBM:-\}"$', (ROOT / "scripts" / "test").read_text(),
+                     flags=re.MULTILINE)

@@ -93,7 +93,7 @@ def test_ranking_positions_are_refused_not_ignored(construct, subset):
     if subset:
         ds = ds.subset(list(range(200)))
     with pytest.raises(ValueError, match="position"):
-        sl.train({"objective": "lambdarank", "verbosity": -1}, ds, 2)
+        sl.train({"objective": "lambdarank", "verbosity": -1}, ds, 2, sampler=sl.Full())
 
 
 @pytest.mark.parametrize("sampler", [sl.FirstOrder(rate=0.5), sl.Uniform(0.5), sl.MVS(rate=0.5)])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from smart_lgbm import MVS, FirstOrder, Full, LossBased, SecondOrder, Uniform, WeightTrimming, make_sampler
+from smart_lgbm import MVS, Auto, FirstOrder, Full, LossBased, SecondOrder, Uniform, WeightTrimming, make_sampler
 from smart_lgbm.losses import BinaryLogloss, Target
 from smart_lgbm.samplers import GradientHistory, ProbabilitySampler, SamplingState, regularised_gradient, solve_rho
 
@@ -273,7 +273,8 @@ def test_make_sampler_names():
     assert isinstance(make_sampler("first_order", rate=0.2), FirstOrder)
     assert isinstance(make_sampler("FirstOrder"), FirstOrder)
     assert isinstance(make_sampler("mvs"), MVS)
-    assert isinstance(make_sampler(None), Full)
+    assert isinstance(make_sampler(None), Auto)  # sampler=None means sampler="auto"
+    assert isinstance(make_sampler("full"), Full)
     with pytest.raises(ValueError, match="accepted"):
         make_sampler("goss")
     with pytest.raises(TypeError, match="sampler"):

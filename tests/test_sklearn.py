@@ -49,7 +49,8 @@ _CHECK_PARAMS = {"min_child_samples": 1, "min_data_in_bin": 1, "n_estimators": 2
 # check is first run on the stock estimator, and a check it passes must pass here too.  (A
 # fixed list of expected failures would not do: LightGBM 4.6 lists fewer than 4.7, whose
 # list names checks that scikit-learn 1.9 added.)
-@parametrize_with_checks([SmartClassifier(), SmartRegressor()])
+@parametrize_with_checks([SmartClassifier(), SmartRegressor(), SmartClassifier(sampler="full"),
+                          SmartRegressor(sampler="full")])
 def test_sklearn_integration(estimator, check):
     estimator.set_params(**_CHECK_PARAMS)
     stock = _STOCK[type(estimator)](**_CHECK_PARAMS)
@@ -508,14 +509,15 @@ def _bad_inputs():
     ]
 
 
+@pytest.mark.parametrize("sampler", ["full", None])  # the engine, and the default (sampler="auto")
 @pytest.mark.parametrize(("case", "kind", "action"), _bad_inputs(), ids=[c[0] for c in _bad_inputs()])
-def test_bad_input_refused_like_lightgbm(case, kind, action):
+def test_bad_input_refused_like_lightgbm(case, kind, action, sampler):
     smart_cls, stock_cls = {"clf": (SmartClassifier, lgb.LGBMClassifier), "reg": (SmartRegressor, lgb.LGBMRegressor),
                             "rank": (SmartRanker, lgb.LGBMRanker)}[kind]
     with pytest.raises(Exception) as stock_exc:
         action(stock_cls(**FAST))
     with pytest.raises(Exception) as smart_exc:
-        action(smart_cls(**FAST))
+        action(smart_cls(sampler=sampler, **FAST))
     assert type(smart_exc.value) is type(stock_exc.value), (smart_exc.value, stock_exc.value)
     assert str(smart_exc.value).replace("Smart", "LGBM") == str(stock_exc.value)
 
@@ -537,7 +539,7 @@ def test_unfitted_sampling_record_raises_not_fitted():
 def test_what_the_engine_cannot_do_is_refused(params, fit_kw, exc, match):
     X, y = make_regression(n_samples=100, n_features=3, random_state=0)
     with pytest.raises(exc, match=match):
-        SmartRegressor(**{**FAST, **params}).fit(X, y, **fit_kw)
+        SmartRegressor(sampler="full", **{**FAST, **params}).fit(X, y, **fit_kw)
 
 
 def test_single_class_like_lightgbm():
@@ -545,7 +547,7 @@ def test_single_class_like_lightgbm():
     X = np.random.default_rng(0).uniform(size=(10, 3))
     y = np.ones(10)
     stock = lgb.LGBMClassifier(**FAST).fit(X, y)
-    smart = SmartClassifier(**FAST).fit(X, y)
+    smart = SmartClassifier(sampler=Full(), **FAST).fit(X, y)
     np.testing.assert_array_equal(smart.predict(X), stock.predict(X))
     assert smart.booster_.num_trees() == stock.booster_.num_trees()
 

@@ -21,6 +21,8 @@ this package exports below and none of its modules directly
 ``updates``             one updater per source of the update plan
 ``sweep``               the gradient sweep: the next gradients in the walk's pass
 ``refit``               leaf values from every training row (``refit_leaves``)
+``choice``              ``sampler="auto"``: the facts before the first tree, the choice
+``stock``               ``sampler="auto"``'s run handed to ``lightgbm.train``
 ``walk/``               the compiled walks of the trees over codes and raw features
 ``_*_kernels``          the numba kernels beside each of their fronts
 ======================  ====================================================================
@@ -28,6 +30,8 @@ this package exports below and none of its modules directly
 One iteration's data flow is drawn in ``docs/engine.md`` ("The modules").
 """
 
+from .choice import ALLGATHER_TAG as AUTO_ALLGATHER_TAG
+from .choice import auto_choice
 from .config import RunConfig, make_config
 from .draw import Gradients, check_sample, draw_iteration, draw_key, iteration_rng, stream_rng
 from .metric_params import evaluator_for
@@ -37,11 +41,13 @@ from .params import canonicalize, resolve_loss
 from .training import numba_threads, train
 
 __all__ = [
+    "AUTO_ALLGATHER_TAG",
     "COMPARE_RESERVED",
     "FITTING_METRICS",
     "RANDOM_TREE_PARAMS",
     "Gradients",
     "RunConfig",
+    "auto_choice",
     "canonicalize",
     "check_sample",
     "draw_iteration",

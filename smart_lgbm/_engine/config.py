@@ -28,7 +28,7 @@ from .param_values import flag, integer, number
 from .params import canonicalize, check_seed, dataset_params, refuse_for_sampler, refuse_unsupported, resolve_loss
 from .refit import LeafRule
 
-__all__ = ["RunConfig", "make_config"]
+__all__ = ["RunConfig", "make_config", "refit_refusal"]
 
 
 @dataclass(frozen=True)
@@ -246,12 +246,21 @@ def _refuse_for_refit(tree_params: Mapping[str, Any]) -> None:
     ValueError
         For ``path_smooth > 0`` or any non-zero ``monotone_constraints``.
     """
+    reason = refit_refusal(tree_params)
+    if reason is not None:
+        raise ValueError(reason)
+
+
+def refit_refusal(tree_params: Mapping[str, Any]) -> str | None:
+    """Why a leaf refit cannot honour these (canonical) tree parameters, or None:
+    ``path_smooth > 0`` or any non-zero ``monotone_constraints``."""
     if float(tree_params.get("path_smooth", 0.0) or 0.0) > 0.0:
-        raise ValueError("refit_leaves=True cannot be combined with path_smooth > 0: a smoothed leaf value depends "
-                         "on its parent's output fitted on the sample; set path_smooth=0 or refit_leaves=False")
+        return ("refit_leaves=True cannot be combined with path_smooth > 0: a smoothed leaf value depends "
+                "on its parent's output fitted on the sample; set path_smooth=0 or refit_leaves=False")
     constraints = tree_params.get("monotone_constraints")
     if constraints is not None:
         values = constraints.split(",") if isinstance(constraints, str) else np.ravel(constraints)
         if any(float(v) != 0.0 for v in values if str(v).strip()):
-            raise ValueError("refit_leaves=True cannot be combined with monotone_constraints: leaf values refitted "
-                             "on all rows may break the constraints; drop them or set refit_leaves=False")
+            return ("refit_leaves=True cannot be combined with monotone_constraints: leaf values refitted "
+                    "on all rows may break the constraints; drop them or set refit_leaves=False")
+    return None

@@ -66,15 +66,24 @@ def refuse_unsupported(params: dict[str, Any]) -> None:
         values = value if isinstance(value, (list, tuple, np.ndarray)) else [value]
         if any(isinstance(v, (float, np.floating)) and not np.isfinite(v) for v in np.ravel(np.asarray(values, dtype=object))):
             raise ValueError(f"parameter {key}={value!r} must be finite")
+    reason = stock_only_reason(params)
+    if reason is not None:
+        raise ValueError(reason)
+
+
+def stock_only_reason(params: Mapping[str, Any]) -> str | None:
+    """Why the engine refuses ``params`` (canonical) while stock ``lightgbm.train`` trains
+    them (another boosting, GOSS, bagging, linear trees...), or None: the refusal's message,
+    which ``sampler="auto"`` reads as "train these with stock LightGBM"."""
     boosting = str(params.get("boosting", "gbdt")).lower()
     if boosting not in ("gbdt", "gbrt"):
-        raise ValueError(
+        return (
             f"boosting={boosting!r} is not supported: the engine builds each iteration's trees "
             "from a row sample with importance-reweighted gradients, which only plain gradient "
             "boosting (boosting='gbdt') can use; for GOSS use data_sample_strategy='goss' in stock lightgbm.train"
         )
     if str(params.get("data_sample_strategy", "bagging")).lower() == "goss":
-        raise ValueError(
+        return (
             "data_sample_strategy='goss' is not supported: the sampler argument replaces LightGBM's "
             "row sampling; compare against GOSS with stock lightgbm.train, or use sampler=FirstOrder(rate=...)"
         )
@@ -83,19 +92,18 @@ def refuse_unsupported(params: dict[str, Any]) -> None:
     if _number(params, "bagging_freq", 0) > 0:
         for key in ("bagging_fraction", "pos_bagging_fraction", "neg_bagging_fraction"):
             if key in params and _number(params, key, 1.0) < 1.0:
-                raise ValueError(
+                return (
                     f"{key}={params[key]!r} with bagging_freq={params['bagging_freq']!r} is not supported: "
                     "LightGBM's bagging would sample again inside the engine's sample; use "
                     "sampler=Uniform(rate=...) for stochastic gradient boosting"
                 )
     if _flag(params.get("linear_tree", False)):
-        raise ValueError("linear_tree=True is not supported by the engine; use stock lightgbm.train")
+        return "linear_tree=True is not supported by the engine; use stock lightgbm.train"
     if _flag(params.get("is_unbalance", False)) or _number(params, "scale_pos_weight", 1.0) != 1.0:
-        raise ValueError(
-            "is_unbalance / scale_pos_weight are not supported yet; pass instance weights in the Dataset instead"
-        )
+        return "is_unbalance / scale_pos_weight are not supported yet; pass instance weights in the Dataset instead"
     if str(params.get("device_type", "cpu")).lower() != "cpu":
-        raise ValueError(f"device_type={params['device_type']!r} is not supported; the engine runs on 'cpu'")
+        return f"device_type={params['device_type']!r} is not supported; the engine runs on 'cpu'"
+    return None
 
 
 def refuse_for_sampler(params: Mapping[str, Any], sampler: Any) -> None:

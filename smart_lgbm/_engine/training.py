@@ -23,13 +23,17 @@ from lightgbm import callback as lgb_callback
 
 from .. import _lightgbm
 from .._numba import runtime
+from .._numba.notice import compile_notice
 from ..distributed import current_worker
 from ..exceptions import IterationNotSplitWarning, NoMoreSplitsWarning
-from ..samplers import Sampler, make_sampler
+from ..samplers import Auto, Sampler, make_sampler
+from ..samplers.auto import Choice
+from .choice import announce, auto_choice
 from .config import RunConfig, make_config
 from .data import EngineSet, prepare_train, prepare_valid
-from .params import training_data_params
+from .params import canonicalize, training_data_params
 from .run import BoostingRun, ScoredSet
+from .stock import train_stock
 
 __all__ = ["numba_threads", "train"]
 
@@ -52,33 +56,81 @@ def train(params: dict[str, Any], train_set: lgb.Dataset, num_boost_round: int, 
           feval: Callable | list[Callable] | None, callbacks: list[Callable] | None) -> lgb.Booster:
     """:func:`smart_lgbm.train` (its docstring has the parameters)."""
     _lightgbm.check_version()
-    runtime.load_cached()  # numba's runtime from its cached object file, before any kernel runs
-    config = make_config(params, num_boost_round)
     worker = current_worker()  # a machine of a distributed run (smart_lgbm.distributed), or None
-    if worker is None and config.asks_for_network:
-        raise ValueError(
-            "machines / num_machines > 1: smart_lgbm.train does not join LightGBM's network itself; train on "
-            "several machines with smart_lgbm.dask (or inside smart_lgbm.distributed.on_network)")
     sampler = make_sampler(sampler)
-    config.check_sampler(sampler)
-    if isinstance(train_set, lgb.Dataset) and _lightgbm.has_positions(train_set):
-        # LightGBM >= 4.1 learns a bias per position (rank_objective.hpp's
-        # UpdatePositionBiasFactors) and fits the gradients of the debiased scores; the
-        # engine's lambdarank does not, so it would silently train the plain model.
-        raise ValueError(
-            "train_set has position= (position-debiased lambdarank) which smart_lgbm.train does not implement; "
-            "train it with stock lightgbm.train, or build the Dataset without position")
-    train_data = prepare_train(train_set, config)
-    evaluation = Evaluation(train_set, feval, dict(config.dataset_params))
-    valids = evaluation.add_valid_sets(valid_sets, valid_names, train_data, config)
-    config.evaluator.check(train_data.target)  # as LightGBM, which checks every metric on the training data
-    with numba_threads(config.num_threads):
-        run = BoostingRun(config, sampler, train_data, valids, worker=worker)
-        evaluation.run = run
-        try:
-            return _boost(run, evaluation, callbacks)
-        finally:
-            run.fitter.free()  # the C Booster's memory, also on early stopping and Ctrl-C
+    choice: Choice | None = None
+    if isinstance(sampler, Auto):
+        choice = auto_choice(params, train_set, num_boost_round, worker)
+        if choice.stock:
+            if worker is None and _asks_for_network(params):
+                raise ValueError(_NETWORK_REFUSED)
+            if choice.facts.stock_only is None:
+                # the parameters' values are checked as when the engine trains (lightgbm.train
+                # then says what it says of them itself)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    make_config(params, num_boost_round)
+            announce(choice, _verbosity(params))
+            return train_stock(params, train_set, num_boost_round, valid_sets, valid_names, feval, callbacks,
+                               choice)
+    # the first compilation of the package's kernels in a fresh environment says so, once
+    with compile_notice():
+        runtime.load_cached()  # numba's runtime from its cached object file, before any kernel runs
+        config = make_config(params, num_boost_round)
+        if worker is None and config.asks_for_network:
+            raise ValueError(_NETWORK_REFUSED)
+        if choice is not None:
+            announce(choice, config.verbosity)
+            chosen = choice.sampler()
+            assert chosen is not None  # (stock was handed to lightgbm.train above)
+            sampler = chosen
+        config.check_sampler(sampler)
+        if isinstance(train_set, lgb.Dataset) and _lightgbm.has_positions(train_set):
+            # LightGBM >= 4.1 learns a bias per position (rank_objective.hpp's
+            # UpdatePositionBiasFactors) and fits the gradients of the debiased scores; the
+            # engine's lambdarank does not, so it would silently train the plain model.
+            raise ValueError(
+                "train_set has position= (position-debiased lambdarank) which smart_lgbm.train does not implement; "
+                "train it with stock lightgbm.train, or build the Dataset without position")
+        train_data = prepare_train(train_set, config)
+        evaluation = Evaluation(train_set, feval, dict(config.dataset_params))
+        valids = evaluation.add_valid_sets(valid_sets, valid_names, train_data, config)
+        config.evaluator.check(train_data.target)  # as LightGBM, which checks every metric on the training data
+        with numba_threads(config.num_threads):
+            run = BoostingRun(config, sampler, train_data, valids, worker=worker)
+            evaluation.run = run
+            try:
+                return _boost(run, evaluation, callbacks, choice)
+            finally:
+                run.fitter.free()  # the C Booster's memory, also on early stopping and Ctrl-C
+
+
+_NETWORK_REFUSED = (
+    "machines / num_machines > 1: smart_lgbm.train does not join LightGBM's network itself; train on several "
+    "machines with smart_lgbm.dask (or inside smart_lgbm.distributed.on_network)")
+
+
+def _asks_for_network(params: dict[str, Any] | None) -> bool:
+    """Whether ``params`` name LightGBM's network (``machines``, ``num_machines > 1``)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        p = canonicalize(params)
+    try:
+        return "machines" in p or int(p.get("num_machines", 1)) > 1
+    except (TypeError, ValueError):
+        return False
+
+
+def _verbosity(params: dict[str, Any] | None) -> int:
+    """LightGBM's ``verbosity`` of ``params`` (1 when not given or not a number)."""
+    aliases = _lightgbm.param_aliases().get("verbosity", ("verbosity",))
+    for key in aliases:
+        if params and key in params:
+            try:
+                return int(params[key])
+            except (TypeError, ValueError):
+                return 1
+    return 1
 
 
 def _feval_results(feval: Any, preds: np.ndarray, dataset: lgb.Dataset) -> list[tuple[str, float, bool]]:
@@ -191,8 +243,10 @@ def _callbacks(run: BoostingRun, callbacks: list[Callable] | None) -> tuple[list
     return before, after
 
 
-def _boost(run: BoostingRun, evaluation: Evaluation, callbacks: list[Callable] | None) -> lgb.Booster:
-    """``lightgbm.train``'s loop around :meth:`BoostingRun.step`; returns the stock model."""
+def _boost(run: BoostingRun, evaluation: Evaluation, callbacks: list[Callable] | None,
+           choice: Choice | None) -> lgb.Booster:
+    """``lightgbm.train``'s loop around :meth:`BoostingRun.step`; returns the stock model
+    (with ``sampler="auto"``'s ``choice`` written into its parameters)."""
     metric_names = run.config.evaluator.names
     # what callbacks see as env.params (lightgbm's reset_parameter updates it), and model.params
     env_params = dict(run.config.params)
@@ -207,6 +261,9 @@ def _boost(run: BoostingRun, evaluation: Evaluation, callbacks: list[Callable] |
     model.params = env_params
     before, after = _callbacks(run, callbacks)
     num_rounds = run.config.num_rounds
+    # what record_sampling reads besides the counts: the sampler that ran, and why
+    named = ({"sampler": choice.label, "sampler_reason": choice.reason} if choice is not None
+             else {"sampler": repr(run.sampler), "sampler_reason": "given"})
     results: list = []
     best_iteration = 0
     trees_after: list[int] = []  # number of trees in the model after each iteration
@@ -226,7 +283,7 @@ def _boost(run: BoostingRun, evaluation: Evaluation, callbacks: list[Callable] |
                           "no tree was added and training goes on with the next sample, as LightGBM's "
                           "bagging does", IterationNotSplitWarning, stacklevel=4)
         trees_after.append(len(run.trees))
-        model.last_record = record
+        model.last_record = {**record, **named}
         results = evaluation.results()
         # what an adaptive rate's validation rules judge by (samplers/adaptive.py)
         run.context.validation = evaluation.validation_scores(results)
@@ -238,11 +295,11 @@ def _boost(run: BoostingRun, evaluation: Evaluation, callbacks: list[Callable] |
             results = exc.best_score
             break
     return _final_model(run, evaluation, trees_after[best_iteration - 1] if best_iteration else None,
-                        best_iteration, results)
+                        best_iteration, results, choice)
 
 
 def _final_model(run: BoostingRun, evaluation: Evaluation, num_trees: int | None, best_iteration: int,
-                 results: list) -> lgb.Booster:
+                 results: list, choice: Choice | None) -> lgb.Booster:
     """The trees (the first ``num_trees``) as one stock model, loaded into a Booster."""
     data_params = training_data_params(evaluation.train_set, run.train.data.reference)
     # The run's training structures go before the final model's parameters, text and load:
@@ -251,6 +308,8 @@ def _final_model(run: BoostingRun, evaluation: Evaluation, num_trees: int | None
     config = run.config
     parameters = _lightgbm.set_parameter_line(run.fitter.parameters_section(config.model_params(data_params)),
                                               "verbosity", str(config.verbosity))
+    if choice is not None:
+        parameters = _lightgbm.with_model_note(parameters, choice.describe())
     booster = lgb.Booster(model_str=run.model_string(num_trees, parameters, config.evaluator.names))
     booster.set_train_data_name(evaluation.train_name)
     booster.best_iteration = best_iteration

@@ -22,6 +22,7 @@ One module per concern:
 ``raw_data``              the values ``predict`` reads from dense, pandas and Arrow input
 ``callbacks``             evaluation results, early stopping, ``CallbackEnv.model``
 ``sklearn``               the private pieces of :mod:`lightgbm.sklearn` the estimators reuse
+``stock``                 a run handed to ``lightgbm.train``: its per-iteration record, LightGBM's logger
 ========================  =====================================================================
 
 Versions 4.6 and 4.7 are both supported.  What differs between them is detected by feature,
@@ -70,12 +71,15 @@ from .model_text import (
     exact_internal_values,
     fold_bias,
     leaf_values_of,
+    model_note,
     model_with_objective,
     set_parameter_line,
     split_model_string,
     tree_bodies,
     tree_shrinkage,
     with_leaf_values,
+    with_model_note,
+    without_model_note,
 )
 from .network import network_free, network_init
 from .params import param_aliases, params_to_str
@@ -87,6 +91,7 @@ from .sklearn import (
     sklearn_process_params,
     sklearn_record_feature_names,
 )
+from .stock import StockIterations, log_info
 from .tree_text import TreeArrays, parse_tree
 from .versions import SUPPORTED_LIGHTGBM, SUPPORTED_MINOR_VERSIONS, check_version
 
@@ -98,8 +103,10 @@ __all__ = [
     "network_free", "network_init",
     "BinMapper", "bin_mappers",
     "IterationTrees", "OneIterationBooster",
-    "assemble_model_string", "exact_internal_values", "fold_bias", "leaf_values_of", "model_with_objective",
-    "set_parameter_line", "split_model_string", "tree_bodies", "tree_shrinkage", "with_leaf_values",
+    "assemble_model_string", "exact_internal_values", "fold_bias", "leaf_values_of", "model_note",
+    "model_with_objective", "set_parameter_line", "split_model_string", "tree_bodies", "tree_shrinkage",
+    "with_leaf_values", "with_model_note", "without_model_note",
+    "StockIterations", "log_info",
     "TreeArrays", "parse_tree",
     "dense_as_predicted", "is_pyarrow_table", "pandas_to_numpy",
     "CallbackModel", "best_score_of", "evaluation_result", "has_validation_sets", "is_early_stopping_callback",

@@ -146,6 +146,38 @@ def set_parameter_line(parameters: str, key: str, value: str) -> str:
     return re.sub(rf"^\[{re.escape(key)}: [^\]]*\]$", f"[{key}: {value}]", parameters, count=1, flags=re.MULTILINE)
 
 
+#: The ``parameters:`` line that says what smart_lgbm chose: ``[smart_lgbm NOTE: ]``.  LightGBM
+#: keeps the section verbatim when it loads and saves a model, and its reader of the section
+#: (``GBDT::GetLoadedParam``, behind ``Booster.params``) passes over a line with an empty value
+#: before it looks the name up, so the note loads without the warning an unknown parameter
+#: gets: the name carries the text, without ``:``, brackets or line breaks.
+_NOTE_START = "[smart_lgbm "
+_NOTE_END = ": ]"
+_NOTE_SPELLING = str.maketrans({":": ";", "[": "(", "]": ")", "\n": " ", "\r": " "})
+
+
+def with_model_note(text: str, note: str) -> str:
+    """A model string, or its ``parameters:`` section, with the line ``[smart_lgbm NOTE: ]``
+    first in the section (replacing an earlier note)."""
+    note = note.translate(_NOTE_SPELLING)
+    text = without_model_note(text)
+    head, found, tail = text.partition("parameters:\n")
+    if not found:
+        raise ValueError("the model string has no parameters: section")
+    return f"{head}{found}{_NOTE_START}{note}{_NOTE_END}\n{tail}"
+
+
+def without_model_note(text: str) -> str:
+    """``text`` without its ``[smart_lgbm ...: ]`` line, if any."""
+    return re.sub(rf"^{re.escape(_NOTE_START)}[^\n]*{re.escape(_NOTE_END)}\n", "", text, count=1, flags=re.MULTILINE)
+
+
+def model_note(text: str) -> str | None:
+    """The note :func:`with_model_note` wrote into a model string, or None."""
+    found = re.search(rf"^{re.escape(_NOTE_START)}([^\n]*){re.escape(_NOTE_END)}$", text, flags=re.MULTILINE)
+    return None if found is None else found.group(1)
+
+
 def assemble_model_string(
     header: str,
     trees: list[str],

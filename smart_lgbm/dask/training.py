@@ -26,7 +26,7 @@ from distributed import Client, Variable, wait
 from .. import _lightgbm
 from ..distributed import Network
 from .._engine import canonicalize
-from ..samplers import AdaptiveRate
+from ..samplers import AdaptiveRate, Auto
 from ..sklearn import SmartClassifier, _check_sampler
 
 from .parts import _build_parts, _survey
@@ -87,7 +87,8 @@ def _machines_to_ports(machines: str, workers: list[str]) -> dict[str, int]:
 def _adaptive_rate_tags(sampler: Any, params: dict[str, Any]) -> list[str]:
     """The tags an adaptive rate exchanges its per-leaf sums under (one per decision), so that
     the client deletes their Variables (:mod:`smart_lgbm.samplers.adaptive`)."""
-    rate = getattr(sampler, "rate", None)
+    # (sampler="auto" may choose FirstOrder(rate="auto", ...) on every worker: its default rate)
+    rate = AdaptiveRate() if isinstance(sampler, Auto) else getattr(sampler, "rate", None)
     if not isinstance(rate, AdaptiveRate):
         return []
     # every alias given (the estimator's n_estimators, a num_iterations in its parameters):

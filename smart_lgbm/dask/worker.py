@@ -17,6 +17,7 @@ import numpy as np
 
 from distributed import Variable, get_client, get_worker
 
+from .._engine import AUTO_ALLGATHER_TAG
 from ..distributed import Network, Worker, on_network
 from ..sklearn import SmartRanker
 
@@ -74,8 +75,9 @@ def _variable_name(prefix: str, tag: str, rank: int) -> str:
     return f"{prefix}-{tag}-{rank}"
 
 
-#: Tags the workers exchange (the client deletes their Variables after the fit).
-_ALLGATHER_TAGS = ("initial_score", "class_weight_sums")
+#: Tags the workers exchange (the client deletes their Variables after the fit): the initial
+#: score's, and sampler="auto"'s training rows of every machine.
+_ALLGATHER_TAGS = ("initial_score", "class_weight_sums", AUTO_ALLGATHER_TAG)
 
 
 class _WorkerLog:

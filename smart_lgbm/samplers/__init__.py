@@ -1,6 +1,7 @@
 """Row samplers: the public sampler classes and the protocol for writing your own."""
 
 from .adaptive import AdaptiveRate
+from .auto import Auto
 from .base import GradientHistory, ProbabilitySampler, RunContext, Sample, Sampler, SamplingState, solve_rho
 from .importance import MVS, FirstOrder, LossBased, SecondOrder, regularised_gradient
 from .registry import make_sampler
@@ -8,6 +9,7 @@ from .simple import Full, Uniform, WeightTrimming
 
 __all__ = [
     "AdaptiveRate",
+    "Auto",
     "MVS",
     "FirstOrder",
     "Full",

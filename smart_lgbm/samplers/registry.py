@@ -11,6 +11,7 @@ import inspect
 from dataclasses import dataclass
 from typing import Any
 
+from .auto import Auto
 from .base import Sampler
 from .importance import MVS, FirstOrder, LossBased, SecondOrder
 from .simple import Full, Uniform, WeightTrimming
@@ -59,6 +60,7 @@ class SamplerSpec:
             raise ValueError(f"unknown parameter {unknown[0]!r} for sampler {self.name!r}; accepted: {accepted}")
 
 SPECS: dict[str, SamplerSpec] = {spec.name: spec for spec in (
+    SamplerSpec("auto", Auto),
     SamplerSpec("full", Full),
     SamplerSpec("uniform", Uniform, (RATE, REFIT_LEAVES)),
     SamplerSpec("weight_trimming", WeightTrimming, (ALPHA, REFIT_LEAVES)),
@@ -85,7 +87,8 @@ def find_spec(name: str) -> SamplerSpec | None:
 
 
 def make_sampler(spec: Sampler | str | None, **params: Any) -> Sampler:
-    """A sampler from an instance, a name (``"first_order"``, ``"FirstOrder"``...) or None (Full).
+    """A sampler from an instance, a name (``"first_order"``, ``"FirstOrder"``, ``"auto"``...) or
+    None (:class:`~smart_lgbm.samplers.auto.Auto`, the engine's choice: ``sampler="auto"``).
 
     Raises
     ------
@@ -96,7 +99,7 @@ def make_sampler(spec: Sampler | str | None, **params: Any) -> Sampler:
         For anything that is not a sampler, a string or None.
     """
     if spec is None:
-        spec = "full"
+        spec = "auto"
     if isinstance(spec, Sampler):
         if params:
             raise ValueError("sampler parameters can only be given with a sampler name, not an instance")
