@@ -125,12 +125,14 @@ def train(
     # (name, position in the run's validation sets); None stands for the training set
     eval_sets: list[tuple[str, int | None]] = []
     train_name = "training"
+    evaluates_train = False
     valids = []
     for i, valid in enumerate(valid_sets or []):
         name = valid_names[i] if valid_names is not None and len(valid_names) > i else None
         if valid is train_set:
+            # as lightgbm.train: evaluated once, under the name of its last place in the list
+            evaluates_train = True
             train_name = name or "training"
-            eval_sets.append((train_name, None))
             continue
         valids.append(prepare_valid(valid, name or f"valid_{i}", train_data, cfg.loss, ds_params))
         if valids[-1].num_rows == 0:
@@ -138,6 +140,10 @@ def train(
             # of it would be NaN or fail, and early stopping would act on that
             raise ValueError(f"validation set {valids[-1].name!r} has no rows; give each of valid_sets at least one row")
         eval_sets.append((valids[-1].name, len(valids) - 1))
+    if evaluates_train:
+        # lightgbm.train evaluates the training set first (Booster.eval_train, then
+        # eval_valid), wherever it stands in valid_sets
+        eval_sets.insert(0, (train_name, None))
     evaluator = cfg.evaluator
     evaluator.check(train_data.target)  # as LightGBM, which checks every metric on the training data
     metric_names = evaluator.names
