@@ -311,6 +311,13 @@ def _bin(dataset: lgb.Dataset, what: str, params: dict[str, Any], reference: lgb
             raise lgb.basic.LightGBMError(f"{what}: {conflict}")
     if dataset.data is None:
         raise ValueError(f"{what} has neither raw data nor a constructed handle")
+    keep: list[Any] = []
+    if reference is None and isinstance(dataset.reference, lgb.Dataset):
+        # A training set built with reference= is binned with the reference's bin mappers, as
+        # lightgbm.train constructs it; the reference is binned with its own parameters
+        # (the engine's copy of it when it is not constructed yet: never the caller's)
+        ref = _bin(dataset.reference, f"{what}'s reference", {k: v for k, v in params.items() if k == "verbosity"})
+        keep, reference = list(ref.keep), ref.reference
     if isinstance(dataset.data, (str, Path)):
         own = lgb.Dataset(str(dataset.data), reference=reference, params=ds_params, free_raw_data=True).construct()
         fields = _fields_from_handle(own)
@@ -332,7 +339,7 @@ def _bin(dataset: lgb.Dataset, what: str, params: dict[str, Any], reference: lgb
         fields = _fields_of(dataset) if user_handle is None else _fields_from_handle(dataset)
     handle = _lightgbm.handle_of(own)
     assert handle is not None  # constructed just above
-    return _Binned(handle, fields, [own], True, own.pandas_categorical,
+    return _Binned(handle, fields, [own, *keep], True, own.pandas_categorical,
                    _raw_source(dataset.data, own.pandas_categorical), own)
 
 

@@ -253,8 +253,14 @@ def _derived_seed(seed: int, iteration: int, tag: int) -> int:
 
 def training_data_params(train_set: Any, constructed: Any) -> dict[str, Any]:
     """The training Dataset's parameters as ``lightgbm.train`` adds them to the model's:
-    the caller's ``Dataset(params=...)`` and the categorical columns it was constructed with."""
+    the caller's ``Dataset(params=...)`` and the categorical columns it was constructed with.
+    An unconstructed training set built with ``reference=`` takes the reference's binning
+    parameters over its own, as LightGBM's ``Dataset.construct`` does."""
     out = canonicalize(getattr(train_set, "params", None) or {})
+    reference = getattr(train_set, "reference", None)
+    if (reference is not None and hasattr(reference, "get_params") and getattr(train_set, "used_indices", None) is None
+            and _lightgbm.handle_of(train_set) is None):
+        out.update(canonicalize(reference.get_params()))
     columns = (getattr(constructed, "params", None) or {}).get("categorical_column")
     if columns is not None:
         out["categorical_feature"] = columns
