@@ -284,6 +284,7 @@ class BoostingRun:
                 subset.free()
         t_tree = time.perf_counter()
         num_trees = 0
+        self.history.unsplit = fitted.finished  # (an adaptive rate grows on it)
         if fitted.finished:
             if not self.trees:  # LightGBM's constant first trees: every row gets the initial score
                 num_trees = len(fitted.texts)

@@ -61,6 +61,11 @@ sets, the rate also grows on the first metric of the first validation set, in tw
 Without validation sets (and under :class:`smart_lgbm.SmartObjective` and Dask, which do
 not pass them on) the noise test decides alone.
 
+A window in which an engine iteration could not split its sample (no tree grew: too few
+rows for ``min_data_in_leaf`` and the other split requirements, e.g. 15 rows of iris at the
+start rate) also grows the rate: such a sample gives the noise test nothing to judge, and
+only a larger one lets the trees grow.
+
 Under ``refit_leaves=True`` (:mod:`smart_lgbm.refit`) the noise test grows the rate only
 when ``R > 1`` (``threshold="auto"``, the default, means :data:`REFIT_RATIO` there and
 :data:`PLAIN_RATIO`, 0.1, without the refit), and the plateau rule is
@@ -241,6 +246,9 @@ class AdaptiveRate:
         score = _first_validation_score(history)
         if score is not None:
             state.scores.append(score)
+        # the previous iteration's sample could not be split: its trees say nothing about the
+        # noise (there are none), and a larger sample is what lets them grow
+        state.unsplit = state.unsplit or bool(getattr(history, "unsplit", False))
         state.pending.append(np.zeros((NUM_SUMS, 0)) if sums is None else sums)
         if (iteration + 1) % self.window:
             return state.rate
@@ -254,7 +262,8 @@ class AdaptiveRate:
         # under the refit the noise is not in the leaf values, only in the choice of splits
         # (the module docstring): by default the test then asks whether it outweighs the signal
         limit = self.limit(refit_leaves)
-        if (ratio is not None and ratio > limit) or (not refit_leaves and self._plateau(state, iteration)) \
+        unsplit, state.unsplit = state.unsplit, False
+        if unsplit or (ratio is not None and ratio > limit) or (not refit_leaves and self._plateau(state, iteration)) \
                 or self._slowed(state, iteration):
             self._grow(state, iteration)
         return state.rate
@@ -326,6 +335,8 @@ class _RunState:
         self.ratios: list[tuple[int, float | None]] = []
         #: the number of leaves the last per-leaf sums found (the next sums' table width)
         self.leaf_width = 64
+        #: whether an iteration of the current window could not split its sample
+        self.unsplit = False
 
 
 def _add_machines(per_rank: list[list[np.ndarray]]) -> list[np.ndarray]:
