@@ -322,8 +322,12 @@ class SmartObjective:
         boosters = model.boosters if isinstance(model, lgb.CVBooster) else [model]
         fresh = env.iteration == env.begin_iteration
         if fresh:  # a new run: nothing carries over from an earlier one
-            om.refuse_raw_score_metrics(env.params, self.loss,
-                                        any(_lightgbm.has_validation_sets(b) for b in boosters))
+            error = om.raw_score_metric_error(env.params, self.loss)
+            if error is not None:
+                if any(_lightgbm.has_validation_sets(b) for b in boosters):
+                    raise ValueError(error)
+                for booster in boosters:  # the training set may still be evaluated (valid_sets=[dtrain])
+                    _lightgbm.refuse_training_evaluation(booster, error)
             self._runs.clear()
             for values in self.record.values():
                 values.clear()

@@ -51,6 +51,7 @@ from .callbacks import (
     evaluation_result,
     has_validation_sets,
     is_early_stopping_callback,
+    refuse_training_evaluation,
 )
 from .datasets import (
     SubsetHandle,
@@ -103,6 +104,7 @@ __all__ = [
     "TreeArrays", "parse_tree",
     "dense_as_predicted", "is_pyarrow_table", "pandas_to_numpy",
     "CallbackModel", "best_score_of", "evaluation_result", "has_validation_sets", "is_early_stopping_callback",
+    "refuse_training_evaluation",
     "sklearn_check_label", "sklearn_fit_with_train", "sklearn_not_fitted_error", "sklearn_process_params",
     "sklearn_record_feature_names",
 ]
