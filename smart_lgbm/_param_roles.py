@@ -155,8 +155,9 @@ class Objective:
 #: Probabilities (binary) may be scored by the regression metrics too; a ranking objective's
 #: scores only order the documents of a query, so only NDCG measures them.
 OBJECTIVES: dict[str, Objective] = {
-    "binary": Objective(("binary",), ("binary_logloss", "binary_error", "auc", "l2", "rmse", "l1", "ndcg@K")),
-    "multiclass": Objective(("multiclass", "softmax"), ("multi_logloss", "multi_error")),
+    "binary": Objective(("binary",), ("binary_logloss", "binary_error", "auc", "average_precision", "l2", "rmse",
+                                      "l1", "ndcg@K")),
+    "multiclass": Objective(("multiclass", "softmax"), ("multi_logloss", "multi_error", "auc_mu")),
     "lambdarank": Objective(("lambdarank",), ("ndcg@K",)),
     # "rmse" and its aliases are the L2 objective; lightgbm.train's default metric for all of
     # them is l2 (the objective alias does not carry over to the metric)

@@ -66,6 +66,17 @@ def canonicalize(params: dict[str, Any] | None) -> dict[str, Any]:
     return out
 
 
+#: LightGBM's integer parameters are C ints.
+_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
+
+
+def _flat_values(values: Any) -> list[Any]:
+    """The scalars of a parameter value (nested lists such as interaction_constraints too)."""
+    if isinstance(values, (list, tuple, np.ndarray)):
+        return [v for item in values for v in _flat_values(item)]
+    return [values]
+
+
 def refuse_unsupported(params: dict[str, Any]) -> None:
     """Raise ValueError for parameters that cannot work with a row sampler, saying why.
 
@@ -77,8 +88,15 @@ def refuse_unsupported(params: dict[str, Any]) -> None:
         # LightGBM checks the ranges of some parameters, not their finiteness (learning_rate=inf,
         # max_delta_step=nan train to NaN or constant models); no parameter means anything at nan/inf
         values = value if isinstance(value, (list, tuple, np.ndarray)) else [value]
-        if any(isinstance(v, (float, np.floating)) and not np.isfinite(v) for v in np.ravel(np.asarray(values, dtype=object))):
+        flat = _flat_values(values)
+        if any(isinstance(v, (float, np.floating)) and not np.isfinite(v) for v in flat):
             raise ValueError(f"parameter {key}={value!r} must be finite")
+        # LightGBM reads integer parameters as 32-bit ints: a larger one wraps around or fails
+        # its range check deep in training (the engine derives its own seeds from ``seed``)
+        if key != "seed" and any(isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+                                 and not _INT32_MIN <= v <= _INT32_MAX for v in flat):
+            raise ValueError(f"parameter {key}={value!r} is outside LightGBM's integer range "
+                             f"[{_INT32_MIN}, {_INT32_MAX}]")
     boosting = str(params.get("boosting", "gbdt")).lower()
     if boosting not in ("gbdt", "gbrt"):
         raise ValueError(
@@ -283,6 +301,8 @@ def make_config(params: dict[str, Any] | None, num_boost_round: int) -> EngineCo
         num_boost_round = p["num_iterations"]
     if isinstance(num_boost_round, bool) or not isinstance(num_boost_round, (int, np.integer)) or num_boost_round < 1:
         raise ValueError(f"num_boost_round must be a positive integer, got {num_boost_round!r}")
+    if num_boost_round > _INT32_MAX:
+        raise ValueError(f"num_boost_round={num_boost_round!r} is more than LightGBM can count ({_INT32_MAX})")
     loss = resolve_loss(p)
     evaluator = Evaluator(p, loss)  # every metric parameter checked before any data is read
     seed = check_seed(p.get("seed", 0))

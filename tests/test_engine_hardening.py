@@ -206,3 +206,17 @@ def test_smart_objective_refuses_a_raw_score_metric_on_the_training_set():
     lgb.train({"objective": obj, "metric": "None", "verbosity": -1}, dtrain, 3, valid_sets=[dtrain], feval=obj.feval,
               callbacks=[obj.callback, lgb.record_evaluation(record)])
     assert 0 < record["training"]["binary_logloss"][-1] < np.log(2)
+
+
+# --------------------------------------------------------------------------- integers LightGBM cannot take
+
+
+@pytest.mark.parametrize("params, rounds, name", [
+    ({"num_leaves": 3_000_000_000}, 2, "num_leaves"), ({"min_data_in_leaf": -(2**31) - 1}, 2, "min_data_in_leaf"),
+    ({"max_bin_by_feature": [255, 2**32]}, 2, "max_bin_by_feature"), ({"num_iterations": 3_000_000_000}, 2, "num_iterations"),
+    ({"interaction_constraints": [[0, 2**40]]}, 2, "interaction_constraints"), ({}, 3_000_000_000, "num_boost_round"),
+])
+def test_integers_lightgbm_cannot_take_are_refused_before_training(params, rounds, name):
+    X, y = _data(200)
+    with pytest.raises(ValueError, match=name):
+        sl.train({**BASE, **params}, lgb.Dataset(X, y), rounds)

@@ -304,12 +304,20 @@ def _typed(table: Mapping[str, Any], key: str, types: tuple[type, ...], where: s
     return value
 
 
-def _int(table: Mapping[str, Any], key: str, where: str, minimum: int, default: Any = None) -> Any:
+#: The largest integer LightGBM takes (its parameters are C ints): rounds, seeds, parameters.
+INT_MAX = 2**31 - 1
+
+
+def _int(table: Mapping[str, Any], key: str, where: str, minimum: int, default: Any = None,
+         maximum: int | None = None) -> Any:
     if key not in table:
         return default
     value = _typed(table, key, (int,), where, f"an integer >= {minimum}")
     if value < minimum:
         raise ConfigError(f"{where} key {key!r} must be an integer >= {minimum}, got {value!r}")
+    if maximum is not None and value > maximum:
+        raise ConfigError(f"{where} key {key!r} must be an integer <= {maximum} (what LightGBM can count), "
+                          f"got {value!r}")
     return value
 
 
@@ -344,6 +352,9 @@ def _seeds(table: Mapping[str, Any], where: str) -> tuple[int, ...] | None:
         isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in value
     ):
         raise ConfigTypeError(f"{where} key 'seeds' must be a non-empty list of integers >= 0, got {value!r}")
+    if any(s > INT_MAX for s in value):
+        raise ConfigError(f"{where} key 'seeds' must hold integers <= {INT_MAX} (LightGBM's seeds are C ints), "
+                          f"got {value!r}")
     if len(set(value)) != len(value):
         raise ConfigError(f"{where} key 'seeds' repeats a seed: {value!r}")
     return tuple(value)
@@ -480,6 +491,9 @@ def _lgb_params(value: Any, where: str) -> dict[str, Any]:
                                   f"of lists of those (as lightgbm.train takes it), got {val!r}")
         if any(isinstance(v, float) and not math.isfinite(v) for v in flat):
             raise ConfigError(f"{where} key {key!r} must be finite, got {val!r}")
+        if any(isinstance(v, int) and not isinstance(v, bool) and not -INT_MAX - 1 <= v <= INT_MAX for v in flat):
+            raise ConfigError(f"{where} key {key!r} must hold integers in LightGBM's range [{-INT_MAX - 1}, "
+                              f"{INT_MAX}], got {val!r}")
         out[key] = val
     return out
 
@@ -562,6 +576,13 @@ def _data(value: Any, where: str, base: Path) -> DataSpec:
             feats = value["features"]
             if not isinstance(feats, list) or not feats or not all(isinstance(f, str) for f in feats):
                 raise ConfigTypeError(f"{where} key 'features' must be a non-empty list of column names, got {feats!r}")
+            for column_key, what in (("label", "labels"), ("group", "query ids")):
+                if spec[column_key] is not None and spec[column_key] in feats:
+                    raise ConfigError(f"{where} key 'features' lists the {column_key} column {spec[column_key]!r}: "
+                                      f"the model would train on its own {what}; drop it from 'features'")
+            repeated = sorted({f for f in feats if feats.count(f) > 1})
+            if repeated:
+                raise ConfigError(f"{where} key 'features' repeats {', '.join(map(repr, repeated))}")
             spec["features"] = tuple(feats)
     return DataSpec(source, **spec)
 
@@ -585,7 +606,7 @@ def _tolerance(table: Mapping[str, Any], where: str, default: float) -> float:
 
 
 def _rounds(table: Mapping[str, Any], where: str, default: Any) -> Any:
-    return _int(table, "rounds", where, 1, default=default)
+    return _int(table, "rounds", where, 1, default=default, maximum=INT_MAX)
 
 
 def _budget(table: Mapping[str, Any], where: str, default: float | None) -> float | None:
@@ -623,7 +644,7 @@ def _method_rounds(exp: Mapping[str, Any], where: str, labels: list[str]) -> dic
         if label not in labels:
             raise ConfigError(f"{where} key 'method_rounds' names {label!r}, which is not one of its methods: "
                               f"{', '.join(labels)}")
-        _int(value, label, f"{where} method_rounds", 1)
+        _int(value, label, f"{where} method_rounds", 1, maximum=INT_MAX)
     return dict(value)
 
 
