@@ -21,7 +21,7 @@ from typing import Any
 
 from ._param_values import flag, number
 
-__all__ = ["OBJECTIVES", "ROLES", "Objective", "ParamRole", "Role"]
+__all__ = ["OBJECTIVES", "REFUSED_OBJECTIVES", "ROLES", "Objective", "ParamRole", "Role"]
 
 
 class Role(enum.Enum):
@@ -98,8 +98,10 @@ ROLES: dict[str, ParamRole] = {
     "lambdarank_truncation_level": ParamRole(_L, "lambdarank's pairs"),
     "lambdarank_norm": ParamRole(_L, "lambdarank's normalisation"),
     "num_class": ParamRole(_L, "multiclass's trees per iteration", dataset=False),
-    "is_unbalance": ParamRole(_L, "refused: instance weights instead", dataset=False),
-    "scale_pos_weight": ParamRole(_L, "refused: instance weights instead", dataset=False),
+    "is_unbalance": ParamRole(_L, "binary's class weights (other objectives ignore it, as in LightGBM)",
+                              dataset=False),
+    "scale_pos_weight": ParamRole(_L, "binary's positive class weight (other objectives ignore it)", dataset=False),
+    "alpha": ParamRole(_L, "huber's threshold (and the huber/quantile metrics')"),
     # the metrics
     "metric": ParamRole(_M, "the metrics, computed by the engine", dataset=False, model=False, compare=_METRIC_KEY),
     "eval_at": ParamRole(_M, "ndcg/map cut-offs", compare=_METRIC_KEY),
@@ -163,6 +165,32 @@ OBJECTIVES: dict[str, Objective] = {
     # them is l2 (the objective alias does not carry over to the metric)
     "regression": Objective(("regression", "regression_l2", "l2", "mean_squared_error", "mse", "l2_root",
                              "root_mean_squared_error", "rmse"), ("l2", "rmse", "l1", "auc", "ndcg@K")),
+    "huber": Objective(("huber",), ("huber", "l2", "rmse", "l1")),
+    "cross_entropy": Objective(("cross_entropy", "xentropy"), ("cross_entropy", "kullback_leibler", "l2", "rmse",
+                                                               "l1", "auc")),
+}
+
+_PERCENTILE = ("LightGBM renews every leaf's output to a percentile of its rows' residuals (RenewTreeOutput) after "
+               "the tree is grown, which the engine's sampled trees would need from every row; train it with stock "
+               "lightgbm.train")
+_NOT_BUILT = ("the engine has no such loss built in; train it with stock lightgbm.train, or give its gradients as "
+              "smart_lgbm.losses.CustomLoss")
+
+#: LightGBM objective names (and aliases) the engine refuses -> the reason (docs/engine.md lists them).
+REFUSED_OBJECTIVES: dict[str, str] = {
+    **dict.fromkeys(("regression_l1", "l1", "mean_absolute_error", "mae", "quantile", "mape",
+                     "mean_absolute_percentage_error"), _PERCENTILE),
+    **dict.fromkeys(("fair", "poisson", "gamma", "tweedie"), _NOT_BUILT),
+    **dict.fromkeys(("multiclassova", "multiclass_ova", "ova", "ovr"),
+                    "one-vs-rest multiclass (a binary objective per class) is not built in; use multiclass (softmax), "
+                    "or stock lightgbm.train"),
+    **dict.fromkeys(("cross_entropy_lambda", "xentlambda"),
+                    "the engine has no cross_entropy_lambda; use cross_entropy, or stock lightgbm.train"),
+    **dict.fromkeys(("rank_xendcg", "xendcg", "xe_ndcg", "xe_ndcg_mart", "xendcg_mart"),
+                    "rank_xendcg draws its own random numbers in every gradient and is not built in; use "
+                    "lambdarank, or stock lightgbm.train"),
+    **dict.fromkeys(("custom", "none", "null", "na"),
+                    "a custom objective is a smart_lgbm.losses.Loss here: pass objective=CustomLoss(grad_hess=...)"),
 }
 
 

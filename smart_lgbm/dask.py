@@ -311,7 +311,7 @@ def _variable_name(prefix: str, tag: str, rank: int) -> str:
 
 
 #: Tags the workers exchange (the client deletes their Variables after the fit).
-_ALLGATHER_TAGS = ("initial_score", "class_weight_sums")
+_ALLGATHER_TAGS = ("initial_score", "class_weight_sums", "class_counts")
 
 
 class _WorkerLog:

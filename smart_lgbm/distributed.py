@@ -102,6 +102,15 @@ class Worker:
         local = np.asarray(loss.init_score(target), dtype=np.float64)
         return _sum_in_order(self.allgather("initial_score", local)) / self.num_machines
 
+    def share_class_counts(self, loss: Loss, target: Target) -> None:
+        """Put the class counts of all machines' rows into ``target`` for a binary loss with
+        ``is_unbalance`` (LightGBM's ``BinaryLogloss::Init`` sums them over the network), so
+        that every machine weighs the classes alike; nothing for any other loss."""
+        if isinstance(loss, BinaryLogloss) and loss.is_unbalance:
+            positive = int(np.count_nonzero(target.label > 0.0))
+            counts = np.array([target.num_rows - positive, positive], dtype=np.int64)
+            target.cache["class_counts"] = tuple(int(c) for c in _sum_in_order(self.allgather("class_counts", counts)))
+
 
 def _sum_in_order(values: list[np.ndarray]) -> np.ndarray:
     total = np.zeros_like(np.asarray(values[0], dtype=np.float64))

@@ -144,6 +144,8 @@ def train(
         # lightgbm.train evaluates the training set first (Booster.eval_train, then
         # eval_valid), wherever it stands in valid_sets
         eval_sets.insert(0, (train_name, None))
+    if worker is not None:
+        worker.share_class_counts(cfg.loss, train_data.target)
     evaluator = cfg.evaluator
     evaluator.check(train_data.target)  # as LightGBM, which checks every metric on the training data
     metric_names = evaluator.names

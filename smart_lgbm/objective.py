@@ -331,6 +331,10 @@ class SmartObjective:
             self._runs.clear()
             for values in self.record.values():
                 values.clear()
+        if fresh and network_rank(canonicalize(env.params)) is not None and getattr(self.loss, "is_unbalance", False):
+            raise ValueError("is_unbalance=True: on a LightGBM network SmartObjective sees only this machine's rows, "
+                             "and the class weights come from the counts of all machines' rows; train with "
+                             "smart_lgbm.dask, or give scale_pos_weight (the ratio of the counts) instead")
         for booster in boosters:
             train_set = getattr(booster, "train_set", None)
             if not isinstance(train_set, lgb.Dataset):

@@ -22,6 +22,7 @@ from ._param_roles import (
     NOT_IN_MODEL,
     OBJECTIVE_FAMILIES,
     RANDOM_TREE_PARAMS,
+    REFUSED_OBJECTIVES,
     TREE_SEEDS,
     USER_SEEDS,
 )
@@ -32,7 +33,8 @@ from ._param_values import number as _number
 from .losses.base import Loss
 from .losses.binary import BinaryLogloss
 from .losses.multiclass import MulticlassSoftmax
-from .losses.regression import SquaredError
+from .losses.cross_entropy import CrossEntropy
+from .losses.regression import Huber, SquaredError
 from .metrics import Evaluator
 
 # What the engine does with each parameter it handles (ENGINE_ONLY, LOSS_AND_METRIC_PARAMS,
@@ -121,10 +123,6 @@ def refuse_unsupported(params: dict[str, Any]) -> None:
                 )
     if _flag(params.get("linear_tree", False)):
         raise ValueError("linear_tree=True is not supported by the engine; use stock lightgbm.train")
-    if _flag(params.get("is_unbalance", False)) or _number(params, "scale_pos_weight", 1.0) != 1.0:
-        raise ValueError(
-            "is_unbalance / scale_pos_weight are not supported yet; pass instance weights in the Dataset instead"
-        )
     if str(params.get("device_type", "cpu")).lower() != "cpu":
         raise ValueError(f"device_type={params['device_type']!r} is not supported; the engine runs on 'cpu'")
 
@@ -160,15 +158,23 @@ def resolve_loss(params: dict[str, Any]) -> Loss:
         raise TypeError(f"objective must be a LightGBM objective name or a Loss, got {type(objective).__name__}")
     name = OBJECTIVE_FAMILIES.get(objective.lower())
     if name is None:
-        raise ValueError(
-            f"objective={objective!r} is not supported; accepted: binary, multiclass (softmax), lambdarank, "
-            "regression (l2, mse, ...) or a smart_lgbm.losses.Loss instance (CustomLoss for any other "
-            "twice-differentiable loss)"
-        )
+        accepted = ("accepted: binary, multiclass (softmax), lambdarank, regression (l2, mse, ...), huber, "
+                    "cross_entropy (xentropy) or a smart_lgbm.losses.Loss instance (CustomLoss for any other "
+                    "twice-differentiable loss)")
+        reason = REFUSED_OBJECTIVES.get(objective.lower())
+        raise ValueError(f"objective={objective!r} is not supported: {reason}; {accepted}" if reason
+                         else f"objective={objective!r} is not supported; {accepted}")
     if name != "multiclass" and num_class > 1:
         raise ValueError(f"num_class={num_class} requires objective='multiclass', got objective={objective!r}")
     if name == "binary":
-        return BinaryLogloss(sigmoid=_number(params, "sigmoid", 1.0), boost_from_average=boost_from_average)
+        return BinaryLogloss(sigmoid=_number(params, "sigmoid", 1.0), boost_from_average=boost_from_average,
+                             is_unbalance=_flag(params.get("is_unbalance", False)),
+                             scale_pos_weight=_number(params, "scale_pos_weight", 1.0))
+    if name == "huber":
+        # (LightGBM ignores reg_sqrt for huber, with a warning)
+        return Huber(alpha=_number(params, "alpha", 0.9), boost_from_average=boost_from_average)
+    if name == "cross_entropy":
+        return CrossEntropy(boost_from_average=boost_from_average)
     if name == "regression":
         if _flag(params.get("reg_sqrt", False)):
             # LightGBM would fit sqrt(label) and square every prediction (and what its

@@ -48,10 +48,10 @@ not LightGBM parameters (and, at predict, an ``objective`` that is a
 
 What differs from LightGBM's estimators: parameters the engine cannot honour are refused
 with ValueError at ``fit`` (``boosting_type`` other than ``"gbdt"``, ``subsample < 1`` with
-``subsample_freq > 0``, ``data_sample_strategy="goss"``, ``linear_tree``, ``is_unbalance``/
-``scale_pos_weight``), as are ``init_model`` (continued training) and objectives other than
-binary, multiclass, regression (L2), lambdarank or a :class:`smart_lgbm.losses.Loss` instance
-(meant for the regressor: the classifier's ``predict_proba`` assumes a probability model); a
+``subsample_freq > 0``, ``data_sample_strategy="goss"``, ``linear_tree``), as are objectives
+other than binary, multiclass, regression (L2), huber, cross_entropy, lambdarank or a
+:class:`smart_lgbm.losses.Loss` instance (meant for the regressor: the classifier's
+``predict_proba`` assumes a probability model; docs/engine.md lists every refusal); a
 callable ``objective`` is refused with TypeError (wrap it as a
 :class:`smart_lgbm.losses.CustomLoss`).
 """

@@ -221,9 +221,9 @@ def test_a_metric_that_does_not_fit_the_objective_exits_2(tmp_path, capsys, metr
 
 
 def test_an_objective_the_engine_refuses_names_the_method(tmp_path, capsys):
-    body = 'metric = "l2"\nparams = { objective = "huber" }\ndata = { source = "bundled", name = "a9a", max_rows = 300 }\n'
+    body = 'metric = "l2"\nparams = { objective = "quantile" }\ndata = { source = "bundled", name = "a9a", max_rows = 300 }\n'
     assert main(["compare", str(_second(tmp_path, body))]) == 2
-    assert "[experiments.second] method 'uniform': objective='huber' is not supported" in one_error_line(capsys)
+    assert "[experiments.second] method 'uniform': objective='quantile' is not supported" in one_error_line(capsys)
 
 
 def test_output_that_is_a_file_or_below_a_file_exits_2(tmp_path, capsys):
