@@ -138,11 +138,15 @@ class BoostingRun:
         the data has no init scores; default ``loss.init_score(target)``.  A distributed
         run gives the score of all machines' rows, as LightGBM's ``boost_from_average`` on
         a network (:meth:`smart_lgbm.distributed.Worker.initial_score`).
+    init_trees : list of str, optional
+        The tree bodies of the model this run continues (``init_model``): they come first in
+        the model, and the run's data start from their predictions (their init scores).
     """
 
     def __init__(self, cfg: EngineConfig, sampler: Sampler, train: EngineSet, valids: list[EngineSet], *,
                  stream: int | None = None,
-                 initial_score: Callable[[Loss, Target], np.ndarray] | None = None) -> None:
+                 initial_score: Callable[[Loss, Target], np.ndarray] | None = None,
+                 init_trees: list[str] | None = None) -> None:
         if train.handle is None:  # engine_data gives the training set its binned Dataset
             raise ValueError("the training set has no constructed LightGBM Dataset")
         self._train_handle: ctypes.c_void_p = train.handle
@@ -153,6 +157,8 @@ class BoostingRun:
         self.k = self.loss.num_model_per_iteration
         self.history = GradientHistory(maxlen=sampler.history_length)
         self.trees: list[str] = []
+        #: an init model's trees (continued training): the model's first trees
+        self.init_trees: list[str] = list(init_trees or [])
         self.subset_params = _lightgbm.params_to_str(
             {k: v for k, v in cfg.tree_params.items() if k in ("num_threads", "verbosity")}
         )
@@ -286,7 +292,9 @@ class BoostingRun:
         num_trees = 0
         self.history.unsplit = fitted.finished  # (an adaptive rate grows on it)
         if fitted.finished:
-            if not self.trees:  # LightGBM's constant first trees: every row gets the initial score
+            # LightGBM's constant first trees (every row gets the initial score), unless the
+            # model continues an init model's, which LightGBM then leaves as they are
+            if not self.trees and not self.init_trees:
                 num_trees = len(fitted.texts)
                 self.trees.extend(fitted.texts)
                 constant = np.array([values[0] for values in fitted.leaf_values])
@@ -473,10 +481,16 @@ class BoostingRun:
         return (getattr(self.sampler, "deterministic", False) and not self.params_changed
                 and not self.cfg.trees_draw_random_numbers())
 
+    @property
+    def num_trees(self) -> int:
+        """Trees in the model so far, an init model's included."""
+        return len(self.init_trees) + len(self.trees)
+
     def model_string(self, num_trees: int | None = None, parameters: str | None = None,
                      metric: list[str] | None = None) -> str:
-        """The stock model of the trees so far (the first ``num_trees`` of them if given)."""
+        """The stock model of the trees so far (an init model's, then the first ``num_trees``
+        of the run's if given)."""
         return _lightgbm.assemble_model_string(
-            self.fitter.header, self.trees[:num_trees], self.loss.model_objective_line(),
+            self.fitter.header, self.init_trees + self.trees[:num_trees], self.loss.model_objective_line(),
             parameters or self.fitter.parameters, self.k, self.train.data.pandas_categorical, metric=metric,
         )

@@ -702,8 +702,6 @@ def _refuse_for_dask(params: dict[str, Any], fit_kwargs: dict[str, Any]) -> None
         raise ValueError(
             "early stopping is not supported on Dask: each worker evaluates only its own rows and would stop at "
             "its own iteration, leaving the others waiting on LightGBM's network; choose n_estimators instead")
-    if fit_kwargs.get("init_model") is not None:
-        raise ValueError("init_model is not supported: smart_lgbm starts every model from scratch")
 
 
 # --------------------------------------------------------------------------- prediction

@@ -10,6 +10,7 @@ become one stock model string (the initial score folded into the first tree, the
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -23,6 +24,7 @@ from lightgbm import callback as lgb_callback
 
 from . import _lightgbm
 from .boosting import BoostingRun, ScoredSet
+from .continued import InitModel, check_keepable, training_booster
 from .distributed import current_worker
 from .engine_data import prepare_train, prepare_valid
 from .exceptions import IterationNotSplitWarning, NoMoreSplitsWarning
@@ -64,6 +66,8 @@ def train(
     valid_sets: Sequence[lgb.Dataset] | lgb.Dataset | None = None,
     valid_names: Sequence[str] | str | None = None,
     feval: Callable | list[Callable] | None = None,
+    init_model: lgb.Booster | str | os.PathLike | None = None,
+    keep_training_booster: bool = False,
     callbacks: list[Callable] | None = None,
 ) -> lgb.Booster:
     """Train a LightGBM model whose trees are fitted on sampled rows only.
@@ -90,6 +94,17 @@ def train(
         As in ``lightgbm.train``; passing ``train_set`` itself evaluates the training set.
     feval : callable or list of callables, optional
         ``feval(preds, eval_data) -> (name, value, is_higher_better)`` as in ``lightgbm.train``.
+    init_model : lightgbm.Booster, str or path, optional
+        Continue training this model (a Booster, or a model file), as ``lightgbm.train``
+        does: every row starts from its raw prediction (a Dataset's own ``init_score`` is
+        replaced, with a warning), iterations are numbered on from its own, and the result
+        holds its trees, then the new ones (:mod:`smart_lgbm.continued`).  The Datasets need
+        their raw data for the prediction (not freed by construction).
+    keep_training_booster : bool, default=False
+        As in ``lightgbm.train``: True returns a Booster that keeps a copy of the training
+        data and the validation sets (``eval_train``, ``eval_valid`` work; ``update``
+        continues with stock LightGBM) and all its trees, also after early stopping; False
+        a Booster loaded from the model (up to the best iteration after early stopping).
     callbacks : list of callables, optional
         ``lightgbm.early_stopping``, ``log_evaluation``, ``record_evaluation``,
         ``reset_parameter`` and :func:`smart_lgbm.record_sampling` work unchanged.
@@ -101,6 +116,9 @@ def train(
     """
     _lightgbm.check_version()
     cfg = make_config(params, num_boost_round)
+    if not isinstance(keep_training_booster, (bool, np.bool_)):
+        raise TypeError(f"keep_training_booster must be True or False, got {keep_training_booster!r}")
+    init = None if init_model is None else InitModel(init_model, cfg.loss.num_model_per_iteration)
     worker = current_worker()  # a machine of a distributed run (smart_lgbm.distributed), or None
     if worker is None and ("machines" in cfg.params or int(cfg.params.get("num_machines", 1)) > 1):
         raise ValueError(
@@ -115,13 +133,16 @@ def train(
         raise ValueError(
             "train_set has position= (position-debiased lambdarank) which smart_lgbm.train does not implement; "
             "train it with stock lightgbm.train, or build the Dataset without position")
-    ds_params = dataset_params(params)
-    train_data = prepare_train(train_set, cfg.loss, ds_params)
-
     if isinstance(valid_sets, lgb.Dataset):
         valid_sets = [valid_sets]
     if isinstance(valid_names, str):
         valid_names = [valid_names]
+    if keep_training_booster:  # (before any work: the copies need the raw data)
+        check_keepable(train_set, [v for v in valid_sets or [] if v is not train_set])
+    ds_params = dataset_params(params)
+    train_data = prepare_train(train_set, cfg.loss, ds_params)
+    if init is not None:
+        init.start(train_data, "train_set")
     # (name, position in the run's validation sets); None stands for the training set
     eval_sets: list[tuple[str, int | None]] = []
     train_name = "training"
@@ -139,6 +160,8 @@ def train(
             # LightGBM refuses an empty Dataset (dataset.cpp: num_data > 0); every metric
             # of it would be NaN or fail, and early stopping would act on that
             raise ValueError(f"validation set {valids[-1].name!r} has no rows; give each of valid_sets at least one row")
+        if init is not None:
+            init.start(valids[-1], f"validation set {valids[-1].name!r}")
         eval_sets.append((valids[-1].name, len(valids) - 1))
     if evaluates_train:
         # lightgbm.train evaluates the training set first (Booster.eval_train, then
@@ -152,18 +175,22 @@ def train(
 
     with _numba_threads(int(cfg.tree_params.get("num_threads", 0))):
         run = BoostingRun(cfg, sampler, train_data, valids, stream=None if worker is None else worker.rank,
-                          initial_score=None if worker is None else worker.initial_score)
+                          initial_score=None if worker is None else worker.initial_score,
+                          init_trees=None if init is None else init.trees)
         try:
             return _train_loop(run, cfg, evaluator, eval_sets, train_set, train_name, metric_names, feval, callbacks,
-                               ds_params)
+                               ds_params, 0 if init is None else init.num_iterations, bool(keep_training_booster))
         finally:
             run.fitter.free()  # the C Booster's memory, also on early stopping and Ctrl-C
 
 
 def _train_loop(run: BoostingRun, cfg: Any, evaluator: Evaluator, eval_sets: list[tuple[str, int | None]],
                 train_set: lgb.Dataset, train_name: str, metric_names: list[str], feval: Any,
-                callbacks: list[Callable] | None, ds_params: dict[str, Any]) -> lgb.Booster:
-    """``lightgbm.train``'s loop around :meth:`BoostingRun.step`; returns the stock model."""
+                callbacks: list[Callable] | None, ds_params: dict[str, Any], begin: int = 0,
+                keep_training_booster: bool = False) -> lgb.Booster:
+    """``lightgbm.train``'s loop around :meth:`BoostingRun.step`; returns the stock model.
+
+    ``begin``: the first iteration's number (an init model's iterations come before it)."""
 
     def scored(position: int | None) -> ScoredSet:
         return run.train if position is None else run.valids[position]
@@ -198,7 +225,7 @@ def _train_loop(run: BoostingRun, cfg: Any, evaluator: Evaluator, eval_sets: lis
                              "validation sets given to smart_lgbm.train")
         return [score for name, pos in chosen for score in evaluate_set(name, pos, fevals)]
 
-    model = _lightgbm.CallbackModel(lambda: (len(run.trees), run.model_string(metric=metric_names)),
+    model = _lightgbm.CallbackModel(lambda: (run.num_trees, run.model_string(metric=metric_names)),
                                     run.reset_parameter, evaluate_for_model, train_name,
                                     run.train.data.pandas_categorical)
     model.params = cfg.params
@@ -218,7 +245,8 @@ def _train_loop(run: BoostingRun, cfg: Any, evaluator: Evaluator, eval_sets: lis
     best_iteration = 0
     trees_after: list[int] = []  # number of trees in the model after each iteration
     for it in range(cfg.num_rounds):
-        env_args = dict(model=model, params=cfg.params, iteration=it, begin_iteration=0, end_iteration=cfg.num_rounds)
+        env_args = dict(model=model, params=cfg.params, iteration=begin + it, begin_iteration=begin,
+                        end_iteration=begin + cfg.num_rounds)
         for cb in before:
             cb(lgb_callback.CallbackEnv(**env_args, evaluation_result_list=None))
         record = run.step(it)
@@ -240,19 +268,35 @@ def _train_loop(run: BoostingRun, cfg: Any, evaluator: Evaluator, eval_sets: lis
             for cb in after:
                 cb(lgb_callback.CallbackEnv(**env_args, evaluation_result_list=results))
         except lgb_callback.EarlyStopException as exc:
-            best_iteration = exc.best_iteration + 1
+            best_iteration = exc.best_iteration + 1  # (counted from the init model's first, as stock)
             results = exc.best_score
             break
     data_params = training_data_params(train_set, run.train.data.reference)
-    # The run's training structures go before the final model's parameters, text and load:
-    # the process's peak on small data comes there (docs/engine.md, "Memory")
-    run.release_training()
-    parameters = _lightgbm.set_parameter_line(run.fitter.parameters_section(cfg.model_params(data_params)), "verbosity",
-                                              str(cfg.verbosity))
-    model_text = run.model_string(trees_after[best_iteration - 1] if best_iteration else None, parameters,
-                                  metric_names)
-    booster = lgb.Booster(model_str=model_text)
-    booster.set_train_data_name(train_name)
+
+    def parameters() -> str:
+        return _lightgbm.set_parameter_line(run.fitter.parameters_section(cfg.model_params(data_params)),
+                                            "verbosity", str(cfg.verbosity))
+
+    if keep_training_booster:  # every tree, and the training data kept (smart_lgbm.continued)
+        booster = training_booster(
+            lgb.Booster(model_str=run.model_string(None, parameters(), metric_names)), _booster_params(cfg),
+            run.train.data, run.train.scores, [(v.data, v.scores, v.data.name) for v in run.valids], train_name,
+            run.k)
+        run.release_training()
+    else:
+        # The run's training structures go before the final model's parameters, text and
+        # load: the process's peak on small data comes there (docs/engine.md, "Memory")
+        run.release_training()
+        kept = trees_after[best_iteration - begin - 1] if best_iteration else None
+        booster = lgb.Booster(model_str=run.model_string(kept, parameters(), metric_names))
+        booster.set_train_data_name(train_name)
     booster.best_iteration = best_iteration
     booster.best_score = _lightgbm.best_score_of(results)
     return booster
+
+
+def _booster_params(cfg: Any) -> dict[str, Any]:
+    """LightGBM parameters of a Booster that continues the run with stock LightGBM."""
+    objective = cfg.loss.lightgbm_objective or "none"  # (a custom loss: update() then takes fobj)
+    return {**{k: v for k, v in cfg.params.items() if k != "objective"}, **cfg.loss.lightgbm_params(),
+            "objective": objective, "verbosity": cfg.verbosity}

@@ -142,11 +142,6 @@ class _EngineFit(lgb.LGBMModel):
         ) -> lgb.Booster:
             # Keyword-only and without **kwargs on purpose: if LightGBM starts passing a
             # new argument, fitting fails loudly instead of ignoring it.
-            if init_model is not None:
-                raise ValueError(
-                    "init_model is not supported: smart_lgbm.train starts every model from scratch; "
-                    "give the previous model's raw predictions as init_score instead"
-                )
             engine_runs.append(True)
             _lightgbm.sklearn_check_label(train_set.label)
             # lightgbm.train drops None-valued parameters when it writes its C config
@@ -172,6 +167,7 @@ class _EngineFit(lgb.LGBMModel):
                 valid_sets=valid_sets or None,
                 valid_names=valid_names,
                 feval=feval or None,
+                init_model=init_model,  # (a Booster, a model file, or an estimator's booster_)
                 callbacks=[*callbacks, record_sampling(record)],
             )
             _lightgbm.sklearn_record_feature_names(train_set)

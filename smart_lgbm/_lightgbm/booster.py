@@ -8,6 +8,7 @@ import ctypes
 import math
 from dataclasses import dataclass
 
+import lightgbm as lgb
 import numpy as np
 
 from ._capi import _LIB, _c_str, _check
@@ -429,3 +430,9 @@ class OneIterationBooster:
             self.free()
         except Exception:  # interpreter shutdown: the library may be gone already
             pass
+
+
+def merge_models(booster: lgb.Booster, model: lgb.Booster) -> None:
+    """Put ``model``'s trees in front of ``booster``'s (``LGBM_BoosterMerge``), as
+    ``lightgbm.Booster`` does with an init model's predictor: continued training's model."""
+    _check(_LIB.LGBM_BoosterMerge(booster._handle, model._handle))
