@@ -18,7 +18,13 @@ _numba_runtime.install()
 from ._version import __version__  # noqa: E402
 from .callback import record_sampling  # noqa: E402
 from .engine import train  # noqa: E402
-from .exceptions import IterationNotSplitWarning, NoMoreSplitsWarning, SlowPathWarning, SmartLGBMWarning  # noqa: E402
+from .exceptions import (  # noqa: E402
+    IterationNotSplitWarning,
+    NoCacheWarning,
+    NoMoreSplitsWarning,
+    SlowPathWarning,
+    SmartLGBMWarning,
+)
 from .samplers import (  # noqa: E402
     AdaptiveRate,
     MVS,
@@ -42,6 +48,7 @@ __all__ = [
     "Full",
     "IterationNotSplitWarning",
     "LossBased",
+    "NoCacheWarning",
     "NoMoreSplitsWarning",
     "SlowPathWarning",
     "ProbabilitySampler",

@@ -22,20 +22,86 @@ no arithmetic of the models), so the models are unchanged.
 
 This reaches into numba internals (numba 0.6x); it is the package's only such use and
 changes nothing once numba's runtime is already set up in the process.
+
+:func:`install` also lets the package's kernels compile where numba can keep no on-disk
+cache for them (a read-only install whose user cache folder cannot be written either, e.g.
+``HOME=/`` as a non-root user): numba would refuse every ``cache=True`` function there
+("no locator available"), so ``import smart_lgbm`` itself would fail.  Such a kernel is
+compiled without the cache instead (in every process), and a :class:`NoCacheWarning` says
+so once, naming ``NUMBA_CACHE_DIR``.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import inspect
 import os
 import pickle
 import secrets
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
 #: set by :func:`install`: numba's own compile, wrapped
 _COMPILE: Any = None
+#: set by :func:`install`: numba's own ``Dispatcher.enable_caching``, wrapped
+_ENABLE_CACHING: Any = None
+_PACKAGE = str(Path(__file__).resolve().parent)
+_warned = False
+
+
+@functools.cache
+def _cacheable_folder(folder: str, source: str) -> bool:
+    """Whether one of numba's cache locators can keep the kernels of the module ``source``
+    (in ``folder``) on disk: the test numba makes when a ``cache=True`` function is defined."""
+    try:
+        from numba.core import caching
+    except ImportError:
+        return True
+    impl = getattr(caching, "CacheImpl", None) or getattr(caching, "_CacheImpl", None)
+    classes = getattr(impl, "_locator_classes", None)
+    if classes is None:
+        return True  # (a numba without the list: let it decide)
+    for cls in classes:
+        try:
+            if cls.from_function(can_cache, source) is not None:  # (any plain function of the package)
+                return True
+        except Exception:  # noqa: BLE001 - a locator that cannot judge this file: the next one
+            continue
+    return False
+
+
+def can_cache(source: str) -> bool:
+    """Whether numba can keep the compiled kernels of the module file ``source`` on disk."""
+    path = os.path.abspath(source)
+    return _cacheable_folder(os.path.dirname(path), path)
+
+
+def _enable_caching_where_possible(dispatcher: Any) -> None:
+    """``Dispatcher.enable_caching`` for numba's ``cache=True``, except for the package's
+    kernels where no cache can be written: those compile without it (module notes)."""
+    global _warned
+    try:
+        source = inspect.getfile(dispatcher.py_func)
+    except (TypeError, AttributeError):
+        source = ""
+    if source and os.path.abspath(source).startswith(_PACKAGE + os.sep) and not can_cache(source):
+        if not _warned:
+            _warned = True
+            from .exceptions import NoCacheWarning
+
+            import numba
+
+            where = (f"NUMBA_CACHE_DIR={numba.config.CACHE_DIR!r} cannot be written"  # type: ignore[attr-defined]
+                     if getattr(numba.config, "CACHE_DIR", None) else
+                     "the package folder and numba's user cache folder are read-only")
+            warnings.warn(f"numba can write no cache for smart_lgbm's compiled kernels here ({where}): they "
+                          "compile in every process; set NUMBA_CACHE_DIR to a writable folder to keep them",
+                          NoCacheWarning, stacklevel=2)
+        return
+    _ENABLE_CACHING(dispatcher)
 
 
 def cache_folder() -> Path:
@@ -123,12 +189,23 @@ def _compile_or_load(context: Any) -> Any:
 def install() -> bool:
     """Route numba's runtime compile through the cached object file (once per process).
 
+    Also routes numba's ``Dispatcher.enable_caching`` through
+    :func:`_enable_caching_where_possible` (a read-only cache: module notes).
+
     Returns
     -------
     bool
         Whether it is installed (False on a numba without the internals it wraps).
     """
-    global _COMPILE
+    global _COMPILE, _ENABLE_CACHING
+    try:
+        from numba.core import dispatcher
+    except ImportError:  # (a numba without it: numba's own caching rules)
+        pass
+    else:
+        if hasattr(dispatcher.Dispatcher, "enable_caching") and _ENABLE_CACHING is None:
+            _ENABLE_CACHING = dispatcher.Dispatcher.enable_caching
+            setattr(dispatcher.Dispatcher, "enable_caching", _enable_caching_where_possible)  # noqa: B010
     try:
         from numba.core.codegen import CPUCodegen, CPUCodeLibrary
         from numba.core.runtime import nrtdynmod
