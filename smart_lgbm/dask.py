@@ -9,8 +9,11 @@ worker that holds training rows, over the partitions already there (no reshuffle
    gathered into per-partition pieces, each computed where its data lives, as lightgbm.dask
    does; the workers holding them, ordered by their first partition, get ranks 0, 1, ...;
 2. a short survey counts each worker's rows (a worker with only empty partitions takes no
-   part) and, for a classifier, checks that every worker sees every class (LightGBM's
-   classifier encodes labels on each worker from its own rows);
+   part), for a classifier checks that every worker sees every class (LightGBM's
+   classifier encodes labels on each worker from its own rows), and runs on every worker
+   all the checks its fit makes before training (:func:`smart_lgbm.sklearn.check_fit`: at
+   least two rows, labels, weights, groups, evaluation sets...), so that no refusal comes
+   after a worker joined LightGBM's network;
 3. LightGBM's network parameters are set as lightgbm.dask sets them (``machines``,
    ``local_listen_port``, ``time_out``; free ports found on the workers by default);
 4. each worker joins LightGBM's network *before* binning its rows (bin boundaries are found
@@ -248,11 +251,39 @@ def _check_lengths(parts: list[dict[str, Any]]) -> None:
                       f"eval_set[{i}][0]")
 
 
-def _survey(parts: list[dict[str, Any]], classifier: bool) -> tuple[int, list | None]:
+@dataclass
+class _FitCheck:
+    """What :func:`_survey` needs to run a worker's fit checks (:func:`smart_lgbm.sklearn.check_fit`)."""
+
+    model_factory: type
+    params: dict[str, Any]
+    eval_names: list[str] | None
+    eval_class_weight: list | None
+    fit_kwargs: dict[str, Any]
+
+
+def _survey(parts: list[dict[str, Any]], classifier: bool, check: _FitCheck | None = None) -> tuple[int, list | None]:
     """A worker's number of training rows and, for a classifier, its sorted classes (after
-    :func:`_check_lengths`)."""
+    :func:`_check_lengths`).
+
+    With ``check``, a worker with rows also runs every check its fit makes before training
+    (scikit-learn's, LightGBM's estimator's, smart_lgbm.train's: at least two rows, labels,
+    weights, groups, initial scores, evaluation sets), on its own rows, before any worker
+    joins LightGBM's network: found there, inside training, one worker's refusal would leave
+    the others waiting in the network for it.  A refusal names the worker.
+    """
     _check_lengths(parts)
     rows = sum(_num_rows(p["data"]) for p in parts)
+    if rows and check is not None:
+        from .sklearn import check_fit
+
+        local = _assemble(parts, check.eval_names, check.eval_class_weight,
+                          issubclass(check.model_factory, SmartRanker))
+        try:
+            check_fit(check.model_factory(**check.params), local.X, local.y,
+                      **{**check.fit_kwargs, **local.fit_kwargs})
+        except (ValueError, TypeError) as exc:
+            raise type(exc)(f"Dask worker {get_worker().address} ({rows} rows): {exc}") from None
     if not classifier or rows == 0:
         return rows, None
     labels = _concat([p["label"] for p in parts])
@@ -490,7 +521,19 @@ def _watch(client: Client, futures: dict[str, Any], time_out_s: float, topic: st
             echo = "".join(f"; then worker {worker_of[f.key]} failed: {f.exception()}" for f in failed)
             raise DaskTrainingError(f"Dask worker {', '.join(gone)} left the cluster during training{echo}"
                                     f"{_restart_hint(futures, *gone)}")
+        if failed and pending and all(_is_network_echo(f.exception()) for f in failed):
+            # the worker that failed first ends its task a moment after its peers' echoes
+            try:
+                wait(list(pending), timeout=4 * _POLL_SECONDS, return_when="ALL_COMPLETED")
+            except Exception:  # noqa: BLE001 - a time-out: report what there is
+                pass
+            more = {f for f in pending if f.done()}
+            pending -= more
+            failed += [f for f in more if f.status == "error"]
         if failed:
+            # a worker whose training failed resets its links: its peers then fail with a
+            # socket error, an echo; the cause is the other error
+            failed.sort(key=lambda f: _is_network_echo(f.exception()))
             worker = worker_of[failed[0].key]
             exc = failed[0].exception()
             _cancel(client, futures)
@@ -516,6 +559,11 @@ def _watch(client: Client, futures: dict[str, Any], time_out_s: float, topic: st
                 f"Dask worker {', '.join(stalled)} made no progress for {time_out_s:.0f} s (time_out); a peer may be "
                 f"unreachable (blocked port, firewall){_restart_hint(futures)}")
     return {w: f.result() for w, f in futures.items()}
+
+
+def _is_network_echo(exc: BaseException | None) -> bool:
+    """Whether a worker's error is LightGBM's socket error from a peer that failed first."""
+    return "Socket recv error" in str(exc) or "Socket send error" in str(exc)
 
 
 def _gone(client: Client, futures: dict[str, Any]) -> list[str]:
@@ -608,7 +656,10 @@ def _fit_distributed(client: Client, model_factory: type, params: dict[str, Any]
     for fut in part_futures:  # ranks in the order of the workers' first partitions
         by_worker.setdefault(next(iter(who_has[fut.key])), []).append(fut)
     classifier = issubclass(model_factory, SmartClassifier)
-    surveys = client.gather({w: client.submit(_survey, futs, classifier, workers=[w], allow_other_workers=False,
+    # (the network parameters are added per worker after the survey; each worker's own
+    # checks run without them)
+    check = _FitCheck(model_factory, {**params, "num_threads": 1}, eval_names, eval_class_weight, fit_kwargs)
+    surveys = client.gather({w: client.submit(_survey, futs, classifier, check, workers=[w], allow_other_workers=False,
                                               pure=False) for w, futs in by_worker.items()})
     workers = [w for w in by_worker if surveys[w][0] > 0]  # a worker with only empty partitions takes no part
     if not workers:

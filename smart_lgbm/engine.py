@@ -26,13 +26,13 @@ from . import _lightgbm
 from .boosting import BoostingRun, ScoredSet
 from .continued import InitModel, check_keepable, training_booster
 from .distributed import current_worker
-from .engine_data import prepare_train, prepare_valid
+from .engine_data import check_raw_data, prepare_train, prepare_valid
 from .exceptions import IterationNotSplitWarning, NoMoreSplitsWarning
 from .metrics import Evaluator
-from .params import dataset_params, make_config, refuse_for_sampler, training_data_params
+from .params import EngineConfig, dataset_params, make_config, refuse_for_sampler, training_data_params
 from .samplers import Sampler, make_sampler
 
-__all__ = ["train"]
+__all__ = ["check_training", "train"]
 
 
 @contextmanager
@@ -114,31 +114,9 @@ def train(
     lightgbm.Booster
         A stock model: saves, loads and predicts like one trained by ``lightgbm.train``.
     """
-    _lightgbm.check_version()
-    cfg = make_config(params, num_boost_round)
-    if not isinstance(keep_training_booster, (bool, np.bool_)):
-        raise TypeError(f"keep_training_booster must be True or False, got {keep_training_booster!r}")
-    init = None if init_model is None else InitModel(init_model, cfg.loss.num_model_per_iteration)
+    cfg, run_sampler, init, valid_list, names = _setup(params, train_set, num_boost_round, sampler, valid_sets,
+                                                       valid_names, init_model, keep_training_booster)
     worker = current_worker()  # a machine of a distributed run (smart_lgbm.distributed), or None
-    if worker is None and ("machines" in cfg.params or int(cfg.params.get("num_machines", 1)) > 1):
-        raise ValueError(
-            "machines / num_machines > 1: smart_lgbm.train does not join LightGBM's network itself; train on "
-            "several machines with smart_lgbm.dask (or inside smart_lgbm.distributed.on_network)")
-    sampler = make_sampler(sampler)
-    refuse_for_sampler(cfg.params, sampler)
-    if isinstance(train_set, lgb.Dataset) and _lightgbm.has_positions(train_set):
-        # LightGBM >= 4.1 learns a bias per position (rank_objective.hpp's
-        # UpdatePositionBiasFactors) and fits the gradients of the debiased scores; the
-        # engine's lambdarank does not, so it would silently train the plain model.
-        raise ValueError(
-            "train_set has position= (position-debiased lambdarank) which smart_lgbm.train does not implement; "
-            "train it with stock lightgbm.train, or build the Dataset without position")
-    if isinstance(valid_sets, lgb.Dataset):
-        valid_sets = [valid_sets]
-    if isinstance(valid_names, str):
-        valid_names = [valid_names]
-    if keep_training_booster:  # (before any work: the copies need the raw data)
-        check_keepable(train_set, [v for v in valid_sets or [] if v is not train_set])
     ds_params = dataset_params(params)
     train_data = prepare_train(train_set, cfg.loss, ds_params)
     if init is not None:
@@ -148,8 +126,8 @@ def train(
     train_name = "training"
     evaluates_train = False
     valids = []
-    for i, valid in enumerate(valid_sets or []):
-        name = valid_names[i] if valid_names is not None and len(valid_names) > i else None
+    for i, valid in enumerate(valid_list):
+        name = names[i] if names is not None and len(names) > i else None
         if valid is train_set:
             # as lightgbm.train: evaluated once, under the name of its last place in the list
             evaluates_train = True
@@ -174,7 +152,7 @@ def train(
     metric_names = evaluator.names
 
     with _numba_threads(int(cfg.tree_params.get("num_threads", 0))):
-        run = BoostingRun(cfg, sampler, train_data, valids, stream=None if worker is None else worker.rank,
+        run = BoostingRun(cfg, run_sampler, train_data, valids, stream=None if worker is None else worker.rank,
                           initial_score=None if worker is None else worker.initial_score,
                           init_trees=None if init is None else init.trees)
         try:
@@ -182,6 +160,68 @@ def train(
                                ds_params, 0 if init is None else init.num_iterations, bool(keep_training_booster))
         finally:
             run.fitter.free()  # the C Booster's memory, also on early stopping and Ctrl-C
+
+
+def _setup(params: dict[str, Any], train_set: lgb.Dataset, num_boost_round: int, sampler: Any, valid_sets: Any,
+           valid_names: Any, init_model: Any, keep_training_booster: Any
+           ) -> tuple[EngineConfig, Sampler, InitModel | None, list[lgb.Dataset], list[str] | None]:
+    """The checks :func:`train` makes before it reads any data, and what they give: the
+    configuration, the sampler, the init model, ``valid_sets`` and ``valid_names`` as lists."""
+    _lightgbm.check_version()
+    cfg = make_config(params, num_boost_round)
+    if not isinstance(keep_training_booster, (bool, np.bool_)):
+        raise TypeError(f"keep_training_booster must be True or False, got {keep_training_booster!r}")
+    init = None if init_model is None else InitModel(init_model, cfg.loss.num_model_per_iteration)
+    if current_worker() is None and ("machines" in cfg.params or int(cfg.params.get("num_machines", 1)) > 1):
+        raise ValueError(
+            "machines / num_machines > 1: smart_lgbm.train does not join LightGBM's network itself; train on "
+            "several machines with smart_lgbm.dask (or inside smart_lgbm.distributed.on_network)")
+    sampler_object = make_sampler(sampler)
+    refuse_for_sampler(cfg.params, sampler_object)
+    if isinstance(train_set, lgb.Dataset) and _lightgbm.has_positions(train_set):
+        # LightGBM >= 4.1 learns a bias per position (rank_objective.hpp's
+        # UpdatePositionBiasFactors) and fits the gradients of the debiased scores; the
+        # engine's lambdarank does not, so it would silently train the plain model.
+        raise ValueError(
+            "train_set has position= (position-debiased lambdarank) which smart_lgbm.train does not implement; "
+            "train it with stock lightgbm.train, or build the Dataset without position")
+    valid_list = [valid_sets] if isinstance(valid_sets, lgb.Dataset) else list(valid_sets or [])
+    names = [valid_names] if isinstance(valid_names, str) else None if valid_names is None else list(valid_names)
+    if keep_training_booster:  # (before any work: the copies need the raw data)
+        check_keepable(train_set, [v for v in valid_list if v is not train_set])
+    return cfg, sampler_object, init, valid_list, names
+
+
+def check_training(params: dict[str, Any], train_set: lgb.Dataset, num_boost_round: int = 100, *,
+                   sampler: Sampler | str | None = None, valid_sets: Any = None, valid_names: Any = None,
+                   feval: Any = None, init_model: Any = None, keep_training_booster: bool = False,
+                   callbacks: Any = None) -> None:
+    """Make the checks :func:`train` makes, train nothing.
+
+    The parameters, the sampler, the init model, and the data as far as they can be checked
+    without binning it: labels, weights, query groups and initial scores of the training
+    and validation sets (the loss's and the metrics' checks), the validation sets' widths,
+    the init model's.  Arguments as :func:`train`'s.  A distributed fit
+    (:mod:`smart_lgbm.dask`) runs it on every machine's rows before any machine joins
+    LightGBM's network, where one machine's late refusal would leave the others waiting.
+
+    Raises
+    ------
+    ValueError, TypeError
+        What :func:`train` would raise for these arguments before training.
+    """
+    cfg, _, init, valid_list, names = _setup(params, train_set, num_boost_round, sampler, valid_sets, valid_names,
+                                             init_model, keep_training_booster)
+    width = check_raw_data(train_set, "train_set", cfg.loss, cfg.evaluator)
+    if init is not None and width is not None and width != init.num_features:
+        raise ValueError(f"init_model was trained on {init.num_features} features but train_set has {width}")
+    for i, valid in enumerate(valid_list):
+        if valid is train_set:
+            continue
+        name = names[i] if names is not None and len(names) > i else f"valid_{i}"
+        valid_width = check_raw_data(valid, f"validation set {name!r}", cfg.loss, None)
+        if width is not None and valid_width is not None and valid_width != width:
+            raise ValueError(f"validation set {name!r} has {valid_width} features but the training data has {width}")
 
 
 def _train_loop(run: BoostingRun, cfg: Any, evaluator: Evaluator, eval_sets: list[tuple[str, int | None]],

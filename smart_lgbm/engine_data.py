@@ -415,3 +415,30 @@ def _raw_view(dataset: lgb.Dataset, what: str, pandas_categorical: list | None
     else:
         fields = _fields_of(dataset)
     return fields, _raw_source(dataset.data, pandas_categorical)
+
+
+def check_raw_data(dataset: lgb.Dataset, what: str, loss: Loss, evaluator: Any = None) -> int | None:
+    """The checks of a Dataset's labels, weights, groups and initial scores that the engine
+    makes after binning (and ``evaluator``'s checks of the data, for the training set), made
+    on the raw data without binning it: its number of features, or None (no raw data in
+    memory: a file, or freed by construction; then nothing is checked here)."""
+    if not isinstance(dataset, lgb.Dataset):
+        raise TypeError(f"{what} must be a lightgbm.Dataset, got {type(dataset).__name__}")
+    fields, _ = _raw_view(dataset, what, None)
+    data = dataset.data
+    if _is_unconstructed_subset(dataset):
+        rows = _subset_rows(dataset)
+        parent = dataset.reference.data if dataset.reference is not None else None
+        shape = getattr(parent, "shape", None)
+        n, width = int(rows.shape[0]), (None if shape is None or len(shape) != 2 else int(shape[1]))
+    else:
+        shape = getattr(data, "shape", None)
+        if data is None or isinstance(data, (str, Path)) or shape is None or len(shape) != 2:
+            return None
+        n, width = int(shape[0]), int(shape[1])
+    if n == 0:
+        raise ValueError(f"{what} has no rows")
+    target, _ = _target_and_scores(what, fields, n, loss)
+    if evaluator is not None:
+        evaluator.check(target)
+    return width

@@ -61,6 +61,7 @@ from __future__ import annotations
 import copy
 import inspect
 from collections.abc import Callable
+from contextvars import ContextVar
 from typing import Any
 
 import lightgbm as lgb
@@ -69,6 +70,7 @@ import numpy as np
 from . import _lightgbm
 from .callback import record_sampling
 from .losses.base import Loss
+from .engine import check_training
 from .engine import train as engine_train
 from .samplers import Sampler, make_sampler
 from .samplers.registry import sampler_names
@@ -125,6 +127,7 @@ class _EngineFit(lgb.LGBMModel):
 
     def fit(self, *args: Any, **kwargs: Any) -> _EngineFit:  # signature: LGBMModel.fit's (set below)
         """``LGBMModel.fit`` with the engine as trainer; arguments as there."""
+        check_only = _CHECK_ONLY.get()
         sampler = _check_sampler(getattr(self, "sampler", None), getattr(self, "sampler_params", None))
         record: dict[str, list[Any]] = {}
         engine_runs: list[bool] = []
@@ -144,6 +147,11 @@ class _EngineFit(lgb.LGBMModel):
             # new argument, fitting fails loudly instead of ignoring it.
             engine_runs.append(True)
             _lightgbm.sklearn_check_label(train_set.label)
+            if check_only:
+                check_training({k: v for k, v in params.items() if v is not None}, train_set, num_boost_round,
+                               sampler=sampler, valid_sets=valid_sets or None, valid_names=valid_names,
+                               feval=feval or None, init_model=init_model, callbacks=callbacks)
+                raise _Checked
             # lightgbm.train drops None-valued parameters when it writes its C config
             # (random_state=None is LGBMModel's default); the engine validates values, so
             # drop them here the same way.
@@ -175,7 +183,10 @@ class _EngineFit(lgb.LGBMModel):
 
         # The installed LightGBM's own fit code, arguments and all: whatever its version
         # accepts (4.7 added eval_X/eval_y) is accepted and checked exactly as there.
-        _lightgbm.sklearn_fit_with_train(train)(self, *args, **kwargs)
+        try:
+            _lightgbm.sklearn_fit_with_train(train)(self, *args, **kwargs)
+        except _Checked:
+            return self
         if not engine_runs:
             raise RuntimeError(
                 "LightGBM's fit returned without calling smart_lgbm.train; this lightgbm version "
@@ -196,6 +207,35 @@ class _EngineFit(lgb.LGBMModel):
         if not self.__sklearn_is_fitted__():
             raise _lightgbm.sklearn_not_fitted_error()("No sampling record found. Need to call fit beforehand.")
         return self._sampling_record
+
+
+class _Checked(Exception):  # noqa: N818 - a signal, not an error
+    """Raised by :func:`check_fit`'s training call once everything is checked."""
+
+
+_CHECK_ONLY: ContextVar[bool] = ContextVar("smart_lgbm_check_only", default=False)
+
+
+def check_fit(estimator: _EngineFit, *args: Any, **kwargs: Any) -> None:
+    """Run ``estimator.fit(*args, **kwargs)``'s checks, and train nothing.
+
+    LightGBM's own estimator code runs as in ``fit`` (input validation, label encoding,
+    class and sample weights, the evaluation sets, the Datasets), then, instead of
+    training, :func:`smart_lgbm.engine.check_training` checks what ``smart_lgbm.train``
+    would.  ``estimator`` is left with the attributes LightGBM's ``fit`` sets before training
+    (use a fresh one).  :mod:`smart_lgbm.dask` runs it on every worker's rows before any
+    worker joins LightGBM's network.
+
+    Raises
+    ------
+    ValueError, TypeError
+        What ``fit`` would raise before training.
+    """
+    token = _CHECK_ONLY.set(True)
+    try:
+        estimator.fit(*args, **kwargs)
+    finally:
+        _CHECK_ONLY.reset(token)
 
 
 def _smart_init(

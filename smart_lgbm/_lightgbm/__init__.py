@@ -78,7 +78,7 @@ from .model_text import (
     tree_shrinkage,
     with_leaf_values,
 )
-from .network import network_free, network_init
+from .network import network_free, network_init, reset_links
 from .params import param_aliases, params_to_str
 from .raw_data import dense_as_predicted, is_pyarrow_table, pandas_to_numpy
 from .sklearn import (
@@ -96,7 +96,7 @@ __all__ = [
     "param_aliases", "params_to_str",
     "SubsetHandle", "clear_field", "constructed_like", "dataset_params_conflict", "free_owned", "handle_of", "has_group",
     "has_init_score", "has_positions", "num_features", "num_rows",
-    "network_free", "network_init",
+    "network_free", "network_init", "reset_links",
     "BinMapper", "bin_mappers",
     "IterationTrees", "OneIterationBooster", "merge_models",
     "assemble_model_string", "exact_internal_values", "fold_bias", "leaf_values_of", "model_with_objective",
