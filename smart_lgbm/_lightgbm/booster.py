@@ -121,6 +121,14 @@ def _samples_columns_by_tree(params: str) -> bool:
     return False
 
 
+def _featureless(header: str) -> bool:
+    """Whether a model header's ``feature_infos`` says no feature is used (all ``none``)."""
+    for line in header.split("\n"):
+        if line.startswith("feature_infos="):
+            return all(info == "none" for info in line[len("feature_infos="):].split(" "))
+    return False
+
+
 class OneIterationBooster:
     """Fits the K trees of one iteration at a time on subset Datasets, with given gradients.
 
@@ -174,6 +182,11 @@ class OneIterationBooster:
         self._create()
         #: the model text header (feature names and infos) and ``parameters:`` section
         self.header, _, self.parameters = split_model_string(self._buffer.model_string(self.handle))
+        #: no feature can be split (every one trivial on the training data, e.g. too few rows
+        #: for min_data_in_leaf: LightGBM's pre-filter drops them): the trees are constant
+        #: whatever the parameters, and LightGBM refuses a parameter reset of such a
+        #: Booster (its histogram pool needs a feature), so none is made
+        self.featureless = _featureless(self.header)
 
     def _create(self) -> None:
         # Created on the whole training set: some buffers (use_quantized_grad's) are sized
@@ -203,7 +216,8 @@ class OneIterationBooster:
         created with them (``seed`` then explicit ``*_seed`` overrides).
         """
         if params != self._params:
-            _check(_LIB.LGBM_BoosterResetParameter(self.handle, _c_str(params)))
+            if not self.featureless:
+                _check(_LIB.LGBM_BoosterResetParameter(self.handle, _c_str(params)))
             self._params = params
             self._draws_columns = _samples_columns_by_tree(params)
 
@@ -309,7 +323,7 @@ class OneIterationBooster:
             _check(_LIB.LGBM_BoosterResetTrainingData(self.handle, self._train))
             self._current = train
             skipped -= 1
-        if skipped and self._draws_columns:
+        if skipped and self._draws_columns and not self.featureless:
             for _ in range(skipped):
                 _check(_LIB.LGBM_BoosterResetParameter(self.handle, _c_str(self._params)))
         finished = self._update(grad, hess)
