@@ -12,6 +12,7 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
+import lightgbm as lgb
 import numpy as np
 
 from . import _lightgbm
@@ -327,7 +328,7 @@ def make_config(params: dict[str, Any] | None, num_boost_round: int) -> EngineCo
         # depend on the machine's load.)  Row-wise is often faster on dense data with many
         # columns; a user who prefers it passes force_row_wise=true.
         tree_params["force_col_wise"] = True
-    return EngineConfig(
+    cfg = EngineConfig(
         params=p,
         loss=loss,
         evaluator=evaluator,
@@ -339,6 +340,16 @@ def make_config(params: dict[str, Any] | None, num_boost_round: int) -> EngineCo
         verbosity=int(_number(p, "verbosity", 1)),
         tree_params=tree_params,
     )
+    # LightGBM's own checks of the parameters the engine handles itself (the loss's, the
+    # metrics', the run's): they reach a LightGBM Booster only when the final model is
+    # written, after training; the tree-fitting Booster checks the others at the start
+    engine_side = {k: v for k, v in p.items() if k in ENGINE_ONLY and k not in NOT_IN_MODEL}
+    try:
+        _lightgbm.check_booster_params(_lightgbm.params_to_str(
+            {**engine_side, "objective": "custom", "num_class": loss.num_model_per_iteration, "verbosity": -1}))
+    except lgb.basic.LightGBMError as exc:
+        raise ValueError(f"LightGBM refuses the parameters: {exc}".rstrip(" .")) from None
+    return cfg
 
 
 def dataset_params(params: dict[str, Any]) -> dict[str, Any]:

@@ -46,7 +46,7 @@ else:
     import os
 
     _SLOW = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much]
-    settings.register_profile("ci", max_examples=12, deadline=None, derandomize=True, print_blob=True,
+    settings.register_profile("ci", max_examples=25, deadline=None, derandomize=True, print_blob=True,
                               suppress_health_check=_SLOW)
     settings.register_profile("release", max_examples=400, deadline=None, print_blob=True,
                               suppress_health_check=_SLOW)

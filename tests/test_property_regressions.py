@@ -34,3 +34,21 @@ def test_no_usable_feature_with_feature_fraction_trains_constant_trees_as_stock(
         np.testing.assert_array_equal(ours.predict(X, raw_score=True), stock.predict(X, raw_score=True))
     else:
         assert ours.model_to_string() == stock.model_to_string()
+
+
+@pytest.mark.parametrize("params, name", [({"objective": "regression", "scale_pos_weight": 0.0}, "scale_pos_weight"),
+                                          ({"objective": "binary", "scale_pos_weight": -1.0}, "scale_pos_weight"),
+                                          ({"objective": "regression", "fair_c": -1.0}, "fair_c"),
+                                          ({"objective": "huber", "alpha": 0.0}, "alpha")])
+def test_loss_parameters_lightgbm_refuses_are_refused_before_training(params, name):
+    # a parameter the engine handles itself (here ignored by the L2 loss, as by LightGBM's)
+    # reached a LightGBM Booster only when the final model was written: a LightGBMError
+    # after training instead of a ValueError before it
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 3))
+    y = (X[:, 0] > 0).astype(float)
+    trained = []
+    with pytest.raises(ValueError, match=name):
+        _quiet(sl.train, {"verbosity": -1, **params}, lgb.Dataset(X, y), 2,
+               callbacks=[lambda env: trained.append(env.iteration)])
+    assert trained == []

@@ -44,7 +44,7 @@ step (``Dataset.subset``, ``Booster.update(train_set=...)``, ``set_leaf_output``
 from ._capi import _LIB as _LIB  # the C library and its error check, for tests and profiling scripts
 from ._capi import _check as _check
 from .binary_file import BinMapper, bin_mappers
-from .booster import IterationTrees, OneIterationBooster, merge_models
+from .booster import IterationTrees, OneIterationBooster, check_booster_params, merge_models
 from .callbacks import (
     CallbackModel,
     best_score_of,
@@ -98,7 +98,7 @@ __all__ = [
     "has_init_score", "has_positions", "num_features", "num_rows",
     "network_free", "network_init", "reset_links",
     "BinMapper", "bin_mappers",
-    "IterationTrees", "OneIterationBooster", "merge_models",
+    "IterationTrees", "OneIterationBooster", "check_booster_params", "merge_models",
     "assemble_model_string", "exact_internal_values", "fold_bias", "leaf_values_of", "model_with_objective",
     "set_parameter_line", "split_model_string", "tree_bodies", "tree_shrinkage", "with_leaf_values",
     "TreeArrays", "parse_tree",

@@ -450,3 +450,29 @@ def merge_models(booster: lgb.Booster, model: lgb.Booster) -> None:
     """Put ``model``'s trees in front of ``booster``'s (``LGBM_BoosterMerge``), as
     ``lightgbm.Booster`` does with an init model's predictor: continued training's model."""
     _check(_LIB.LGBM_BoosterMerge(booster._handle, model._handle))
+
+
+_CHECK_DATA: list[lgb.Dataset] = []
+
+
+def check_booster_params(params: str) -> None:
+    """Let LightGBM check a Booster's parameter string (its ranges and conflicts,
+    ``config_auto.cpp``) by creating one on a one-row Dataset, then freeing it.
+
+    The engine handles some parameters itself (the loss's, the metrics'), which then reach
+    a LightGBM Booster only when the final model is written: checked here first, a value
+    LightGBM refuses (``scale_pos_weight=0``) fails before any work, not after training.
+
+    Raises
+    ------
+    lightgbm.basic.LightGBMError
+        LightGBM's message, naming the parameter.
+    """
+    if not _CHECK_DATA:  # one small Dataset for the process (no parameter of it matters here)
+        _CHECK_DATA.append(lgb.Dataset(np.zeros((2, 1)), label=np.zeros(2), params={"verbosity": -1}).construct())
+    # one thread: a Booster with OpenMP's default starts a thread pool (~10 ms), and the
+    # number of threads is not what is checked
+    one_thread = " ".join([*(t for t in params.split(" ") if not t.startswith("num_threads=")), "num_threads=1"])
+    handle = ctypes.c_void_p()
+    _check(_LIB.LGBM_BoosterCreate(_CHECK_DATA[0]._handle, _c_str(one_thread), ctypes.byref(handle)))
+    _check(_LIB.LGBM_BoosterFree(handle))
