@@ -340,13 +340,12 @@ def make_config(params: dict[str, Any] | None, num_boost_round: int) -> EngineCo
         verbosity=int(_number(p, "verbosity", 1)),
         tree_params=tree_params,
     )
-    # LightGBM's own checks of the parameters the engine handles itself (the loss's, the
-    # metrics', the run's): they reach a LightGBM Booster only when the final model is
-    # written, after training; the tree-fitting Booster checks the others at the start
-    engine_side = {k: v for k, v in p.items() if k in ENGINE_ONLY and k not in NOT_IN_MODEL}
+    # LightGBM's own checks of every parameter the model will show before any data is read:
+    # those the engine handles itself (the loss's, the metrics', the run's) would otherwise
+    # reach a LightGBM Booster only when the final model is written, after training, and
+    # the tree learner's only when the data are binned
     try:
-        _lightgbm.check_booster_params(_lightgbm.params_to_str(
-            {**engine_side, "objective": "custom", "num_class": loss.num_model_per_iteration, "verbosity": -1}))
+        _lightgbm.check_booster_params(cfg.model_params())
     except lgb.basic.LightGBMError as exc:
         raise ValueError(f"LightGBM refuses the parameters: {exc}".rstrip(" .")) from None
     return cfg

@@ -52,3 +52,30 @@ def test_loss_parameters_lightgbm_refuses_are_refused_before_training(params, na
         _quiet(sl.train, {"verbosity": -1, **params}, lgb.Dataset(X, y), 2,
                callbacks=[lambda env: trained.append(env.iteration)])
     assert trained == []
+
+
+@pytest.mark.parametrize("params, name", [({"num_leaves": 1}, "num_leaves"), ({"max_bin": 1}, "max_bin"),
+                                          ({"learning_rate": -0.1}, "learning_rate"),
+                                          ({"min_data_in_bin": 0}, "min_data_in_bin")])
+def test_tree_parameters_lightgbm_refuses_are_value_errors_before_binning(params, name, monkeypatch):
+    # found as a LightGBMError raised while the engine binned the data
+    from smart_lgbm import engine
+
+    def never(*args, **kwargs):
+        raise AssertionError("the data were read before the parameters were checked")
+
+    monkeypatch.setattr(engine, "prepare_train", never)
+    X = np.zeros((20, 2))
+    with pytest.raises(ValueError, match=name):
+        _quiet(sl.train, {"objective": "binary", "verbosity": -1, **params}, lgb.Dataset(X, np.zeros(20)), 2)
+
+
+@pytest.mark.parametrize("params", [{"monotone_constraints": [1, 0, -1]}, {"max_bin_by_feature": [10, 10, 10]},
+                                    {"interaction_constraints": [[0, 1], [2]]}, {"feature_contri": [1.0, 0.5, 1.0]}])
+def test_per_feature_parameters_are_left_to_the_data(params):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 3))
+    y = (X[:, 0] > 0).astype(float)
+    base = {"objective": "binary", "verbosity": -1, "num_threads": 1, "force_col_wise": True}
+    assert _quiet(sl.train, {**base, **params}, lgb.Dataset(X, y), 2).model_to_string() \
+        == _quiet(lgb.train, {**base, **params}, lgb.Dataset(X, y), 2).model_to_string()
