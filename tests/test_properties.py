@@ -20,7 +20,7 @@ cores).  Before a release run the long random search::
 
     SMART_LGBM_HYPOTHESIS=release scripts/test tests/test_properties.py
 
-(400 examples per property, new ones every run; about an hour on two cores).  Hypothesis
+(400 examples per property, new ones every run; about ten minutes on two cores).  Hypothesis
 prints the failing example and a ``@reproduce_failure`` blob; every failure found becomes
 a plain regression test (``tests/test_property_regressions.py``) and is fixed.
 """
