@@ -230,7 +230,7 @@ def _markdown(args, results: dict, target: float, local_tree: dict, command: str
               + ", ".join(f"{r['name']} {r['setup']:.1f}" for r in results.values())
               + ". DaskSmart's set-up also holds the survey of the workers' rows, the port search and a scheduler "
               "round trip for the initial score.", "",
-              "## Goals (issue #11)", ""]
+              "## Goals", ""]
     for name in ("smart FirstOrder(0.1)", "smart MVS(0.1)"):
         r = results[name]
         lines.append(f"- {name}: per iteration {_ratio(r['s_iter'], full['s_iter'])} of lightgbm.dask full "

@@ -11,7 +11,7 @@ of the checkout), as on a new machine, CI runner, Dask worker container or noteb
 * a second, identical ``sl.train`` in the same process (nothing left to compile: the
   training itself);
 * the numba functions compiled during the first call, with the seconds each took (a
-  kernel's time includes the helpers it compiles first; the list shows the largest);
+  kernel's time includes the functions it calls, compiled first; the list shows the largest);
 * the first ``sl.train`` of another fresh process that finds the cache the first one left
   (``cached``): the cost once a machine has run the package once.
 

@@ -38,8 +38,11 @@ smart_lgbm_venv() {
         # The explicit pin also moves an existing environment to the selected version (pip
         # would otherwise keep any installed LightGBM that satisfies pyproject.toml's range).
         # The dask extra too: the test suite runs the Dask estimators (tests/test_dask*.py);
-        # and the compare extra (matplotlib): scripts/run and the comparison tests draw plots.
-        "$VENV/bin/python" -m pip install --quiet -e ".[test,dask,compare]" "lightgbm==$version.*"
+        # the compare extra (matplotlib): scripts/run and the comparison tests draw plots; the
+        # docs extra (Sphinx): tests/test_docs_site.py builds the documentation site; and the
+        # peers extra (XGBoost, CatBoost: about 1 GB installed, with XGBoost's NCCL library):
+        # the comparison tests train them (tests/test_peers.py).
+        "$VENV/bin/python" -m pip install --quiet -e ".[test,dask,compare,docs,peers]" "lightgbm==$version.*"
         rm -f "$VENV"/.installed-*
         touch "$stamp"
     fi

@@ -309,6 +309,21 @@ class SmartRegressor(lgb.LGBMRegressor, _EngineFit):
     """LightGBM regressor trained by :func:`smart_lgbm.train` with a row ``sampler``.
 
     Swap-in for :class:`lightgbm.LGBMRegressor`; see :mod:`smart_lgbm.sklearn`.
+
+    Parameters
+    ----------
+    sampler : Sampler, str or None, default=None
+        The row sampler: an instance (``FirstOrder(rate=0.1)``), a name (``"first_order"``,
+        ``"mvs"``, ...; see :func:`smart_lgbm.make_sampler`) or None for
+        :class:`smart_lgbm.Full` (every row: ordinary gradient boosting).  Each fit uses a
+        deep copy of an instance, so fitting never changes this parameter.
+    sampler_params : dict or None, default=None
+        Keyword arguments of a sampler given by name, e.g. ``{"rate": 0.1}``.
+    **kwargs
+        LightGBM's own parameters (``n_estimators``, ``learning_rate``, ``num_leaves``, ...),
+        as the LightGBM estimator takes them; those the engine cannot honour (``boosting_type``
+        other than ``"gbdt"``, bagging through ``subsample`` with ``subsample_freq``, ...) are
+        refused at ``fit`` with a ``ValueError`` naming them.
     """
 
     __init__ = _smart_init
@@ -320,6 +335,21 @@ class SmartClassifier(lgb.LGBMClassifier, _EngineFit):
     Swap-in for :class:`lightgbm.LGBMClassifier` (binary and multiclass; one row sample per
     iteration is shared by the K trees of a multiclass iteration); see
     :mod:`smart_lgbm.sklearn`.
+
+    Parameters
+    ----------
+    sampler : Sampler, str or None, default=None
+        The row sampler: an instance (``FirstOrder(rate=0.1)``), a name (``"first_order"``,
+        ``"mvs"``, ...; see :func:`smart_lgbm.make_sampler`) or None for
+        :class:`smart_lgbm.Full` (every row: ordinary gradient boosting).  Each fit uses a
+        deep copy of an instance, so fitting never changes this parameter.
+    sampler_params : dict or None, default=None
+        Keyword arguments of a sampler given by name, e.g. ``{"rate": 0.1}``.
+    **kwargs
+        LightGBM's own parameters (``n_estimators``, ``learning_rate``, ``num_leaves``, ...),
+        as the LightGBM estimator takes them; those the engine cannot honour (``boosting_type``
+        other than ``"gbdt"``, bagging through ``subsample`` with ``subsample_freq``, ...) are
+        refused at ``fit`` with a ``ValueError`` naming them.
     """
 
     __init__ = _smart_init
@@ -330,6 +360,21 @@ class SmartRanker(lgb.LGBMRanker, _EngineFit):
 
     Swap-in for :class:`lightgbm.LGBMRanker` (objective ``lambdarank``); see
     :mod:`smart_lgbm.sklearn`.
+
+    Parameters
+    ----------
+    sampler : Sampler, str or None, default=None
+        The row sampler: an instance (``FirstOrder(rate=0.1)``), a name (``"first_order"``,
+        ``"mvs"``, ...; see :func:`smart_lgbm.make_sampler`) or None for
+        :class:`smart_lgbm.Full` (every row: ordinary gradient boosting).  Each fit uses a
+        deep copy of an instance, so fitting never changes this parameter.
+    sampler_params : dict or None, default=None
+        Keyword arguments of a sampler given by name, e.g. ``{"rate": 0.1}``.
+    **kwargs
+        LightGBM's own parameters (``n_estimators``, ``learning_rate``, ``num_leaves``, ...),
+        as the LightGBM estimator takes them; those the engine cannot honour (``boosting_type``
+        other than ``"gbdt"``, bagging through ``subsample`` with ``subsample_freq``, ...) are
+        refused at ``fit`` with a ``ValueError`` naming them.
     """
 
     __init__ = _smart_init

@@ -103,7 +103,7 @@ def test_wrong_types_are_type_errors_naming_the_key(tmp_path, old, new, message)
         ("top_rate = 0.1", "top_rate = 0.95", r"\[methods\.stock_goss\] keys 'top_rate' \+ 'other_rate' must be <= 1"),
         ('kind = "first_order"', 'kind = "first"', r"\[methods\.fo\] key 'kind' is 'first'; accepted values: stock_full"),
         ('metric = "binary_logloss"', 'metric = "accuracy"', r"key 'metric' is 'accuracy'; accepted: .*ndcg@K"),
-        ('name = "a9a" }', 'name = "a8a" }', r"key 'name' is 'a8a'; accepted values: a9a, higgs_sample, rank_sample"),
+        ('name = "a9a" }', 'name = "a8a" }', r"key 'name' is 'a8a'; accepted values: a9a, digits, higgs_sample, rank_sample"),
         ("num_leaves = 7", 'metric = "auc"', r"\[params\] key 'metric' cannot be set here: set the experiment's 'metric'"),
         ("num_leaves = 7", "bagging_fraction = 0.5", r"\[params\] key 'bagging_fraction' cannot be set here: use a method of kind stock_bagging"),
         ("rounds = 5", "rounds = 5\ntarget = \"nope\"", r"key 'target' names 'nope', which is not one of its methods"),

@@ -156,7 +156,7 @@ def test_make_sampler_names_a_sampler_s_accepted_parameters():
 
 def test_config_kinds_and_keys_are_the_registry_s():
     assert cfg.engine_kinds() == tuple(registry.SPECS)
-    assert cfg.kinds() == cfg.STOCK_KINDS + tuple(registry.SPECS)
+    assert cfg.kinds() == cfg.STOCK_KINDS + tuple(registry.SPECS) + cfg.PEER_KINDS
     for spec in SPECS:
         assert tuple(p.name for p in cfg.kind_options(spec.name)) == spec.param_names
 
@@ -236,7 +236,7 @@ def test_a_spec_removed_from_the_table_is_no_config_kind(monkeypatch, tmp_path):
     monkeypatch.delitem(registry.SPECS, "mvs")
     path = tmp_path / "c.toml"
     path.write_text(CONFIG.format(line="").replace('"fake"', '"mvs"'))
-    with pytest.raises(cfg.ConfigError, match="key 'kind' is 'mvs'; accepted values: .*loss_based$"):
+    with pytest.raises(cfg.ConfigError, match="key 'kind' is 'mvs'; accepted values: .*loss_based, xgboost_hist, catboost$"):
         cfg.load_config(path)
 
 
@@ -278,17 +278,25 @@ def test_deterministic_methods_follow_the_sampler_classes_and_the_role_table(fak
         del Fake.deterministic
 
 
-def test_compare_docs_list_each_engine_kind_with_its_spec_s_keys():
-    # docs/compare.md's methods table is written by hand: it must say what the specs say
+def test_config_reference_lists_each_kind_with_its_spec_s_keys():
+    # the documentation's config reference is generated from the specs and the config's
+    # kinds (docs/_ext/smart_lgbm_docs.py), and compare.md sends readers there
+    import sys
     from pathlib import Path
 
-    text = (Path(__file__).resolve().parent.parent / "docs" / "compare.md").read_text()
-    rows = dict(re.findall(r"^\| `(\w+)` \| [^|]* \|\s*([^|]*?)\s*\|$", text, re.M))
-    assert set(cfg.kinds()) <= set(rows)
+    root = Path(__file__).resolve().parent.parent
+    sys.path.insert(0, str(root / "docs" / "_ext"))
+    from smart_lgbm_docs import config_rst
+
+    text = config_rst()
+    for kind in cfg.kinds():
+        assert f'kind = "{kind}"' in text, kind
     for spec in SPECS:
-        # the keys are the first backticked words of the column: `rate` (0.1, or `"auto"`) or `rho`
-        named = {word for word in re.findall(r"`(\w+)`", rows[spec.name]) if not word.isdigit()}
-        assert named == set(spec.param_names), (spec.name, named)
+        for param in spec.params:
+            entry = text.split(f".. config-key:: methods.{spec.name}.{param.name}\n", 1)
+            assert len(entry) == 2, (spec.name, param.name)
+            assert param.doc[:1].upper() + param.doc[1:] in entry[1].split(".. ", 1)[0], (spec.name, param.name)
+    assert "config reference <generated/config>" in (root / "docs" / "compare.md").read_text()
 
 
 def test_sklearn_docs_list_the_registry_s_names():

@@ -59,7 +59,7 @@ def check_data(exp: Experiment, methods: Sequence[MethodSpec], data: ExperimentD
     losses: dict[str, Any] = {}
     for method in methods:
         try:
-            loss = resolve_loss(canonicalize({**exp.params, **method.params}))
+            loss = resolve_loss(canonicalize({**exp.params, **method.lgb_params}))
         except (TypeError, ValueError):
             continue  # an objective only stock LightGBM knows: the pre-flight run asks LightGBM
         losses.setdefault(repr(loss), loss)
@@ -115,7 +115,7 @@ def preflight(exp: Experiment, data: ExperimentData, methods: Sequence[MethodSpe
         try:
             with _native_stderr_captured():
                 run_method(method, exp, small, method_seeds(method, exp)[0], rounds=min(rounds, exp.rounds_of(method)))
-                if rounds > 1:  # the warm-up: the parallel twins too (docstring)
+                if rounds > 1 and not method.is_peer:  # the warm-up: the parallel twins too (docstring)
                     compile_rate_solve()
                     with parallel_from(0):
                         run_method(method, exp, small, method_seeds(method, exp)[0],

@@ -96,6 +96,9 @@ def _bundled(spec: DataSpec) -> tuple[Split, Split]:
     if spec.name == "higgs_sample":
         (X, y), (Xv, yv) = bundled.load_higgs_sample()
         return Split(X, y), Split(Xv, yv)
+    if spec.name == "digits":
+        (X, y), (Xv, yv) = bundled.load_digits_split()
+        return Split(X, y), Split(Xv, yv)
     (X, y, g), (Xv, yv, gv) = ranking.load_rank_sample()
     return Split(X, y, g), Split(Xv, yv, gv)
 
@@ -103,10 +106,16 @@ def _bundled(spec: DataSpec) -> tuple[Split, Split]:
 def _synthetic(spec: DataSpec) -> tuple[Split, Split]:
     # The config schema requires both for synthetic data (DataSpec validates them).
     assert spec.n_rows is not None and spec.n_features is not None
-    if spec.generator == "dense_binary":
-        from ..datasets.synthetic import make_dense_binary
+    if spec.generator in ("dense_binary", "dense_multiclass", "dense_regression"):
+        from ..datasets import synthetic
 
-        X, y = make_dense_binary(spec.n_rows, spec.n_features, spec.seed)
+        if spec.generator == "dense_binary":
+            X, y = synthetic.make_dense_binary(spec.n_rows, spec.n_features, spec.seed)
+        elif spec.generator == "dense_regression":
+            X, y = synthetic.make_dense_regression(spec.n_rows, spec.n_features, spec.seed)
+        else:
+            assert spec.n_classes is not None  # the config gives dense_multiclass its classes
+            X, y = synthetic.make_dense_multiclass(spec.n_rows, spec.n_features, spec.n_classes, spec.seed)
         # Rows are i.i.d., so the last test_size share is a random split already (and no copy).
         cut = spec.n_rows - min(max(1, int(round(spec.test_size * spec.n_rows))), spec.n_rows - 1)
         return Split(X[:cut], y[:cut]), Split(X[cut:], y[cut:])

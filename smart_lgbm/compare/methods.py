@@ -1,7 +1,8 @@
 """Train one method of a comparison with one seed and record it per iteration.
 
 Stock methods run ``lightgbm.train`` with LightGBM's own objective; engine methods run
-:func:`smart_lgbm.train` with a sampler.  Both are given the same parameters (learning
+:func:`smart_lgbm.train` with a sampler; peer methods XGBoost or CatBoost
+(:mod:`.peer_runs`).  Stock and engine methods are given the same parameters (learning
 rate, leaves, objective, metric) and the same fresh Datasets, and both are recorded the
 same way: per iteration the validation metric, the sampling rate and the seconds of the
 training step, evaluation excluded.
@@ -17,6 +18,8 @@ Timing (see ``docs/compare.md``):
   before-iteration callback starts a clock, the first after-iteration callback stops it and
   then times one more ``eval_valid()`` call on the same model; the iteration's seconds are
   the clock minus that evaluation time (the second evaluation itself runs off the clock).
+* peers (XGBoost, CatBoost): :mod:`.peer_runs`, the same record from the library's own
+  per-iteration callbacks, trained without validation data, the curve computed afterwards.
 """
 
 from __future__ import annotations
@@ -100,13 +103,18 @@ def is_deterministic(method: MethodSpec, experiment: Experiment) -> bool:
 
     True for the kinds that draw no rows, unless the parameters make the tree learner draw
     random numbers (feature subsampling, extra trees, quantised gradients' stochastic
-    rounding: the role table's random tree parameters).
+    rounding: the role table's random tree parameters).  A peer method (XGBoost, CatBoost)
+    is deterministic when its library draws nothing (:func:`.peers.is_deterministic`).
     """
+    if method.is_peer:
+        from .peer_runs import deterministic
+
+        return deterministic(method, experiment)
     if method.is_stock:
         draws_nothing = method.kind in DETERMINISTIC_STOCK_KINDS
     else:
         draws_nothing = bool(sampler_registry.SPECS[method.kind].cls.deterministic)
-    params = canonicalize({**experiment.params, **method.params})
+    params = canonicalize({**experiment.params, **method.lgb_params})
     return draws_nothing and not any(draws(params, key) for key, draws in RANDOM_TREE_PARAMS.items())
 
 
@@ -126,7 +134,7 @@ def run_params(method: MethodSpec, experiment: Experiment, seed: int) -> dict[st
     """The LightGBM parameters of one run: shared, experiment, method, metric and seed."""
     params: dict[str, Any] = {"verbosity": -1}
     params.update(experiment.params)
-    params.update(method.params)
+    params.update(method.lgb_params)
     params.update(lightgbm_metric_params(experiment.metric))
     params["seed"] = seed
     # LightGBM derives data_random_seed (the rows sampled to choose bin boundaries on data
@@ -138,6 +146,8 @@ def run_params(method: MethodSpec, experiment: Experiment, seed: int) -> dict[st
     elif method.kind == "stock_goss":
         params.update(data_sample_strategy="goss", top_rate=method.options["top_rate"],
                       other_rate=method.options["other_rate"])
+    elif method.kind == "stock_quantized":
+        params.update(use_quantized_grad=True, **method.options)
     return params
 
 
@@ -306,7 +316,8 @@ def run_method(
     on_iteration : callable, optional
         Progress hook, ``on_iteration(iteration, value, training_seconds_so_far)``.
     on_model : callable, optional
-        Called with the trained ``lightgbm.Booster`` (stock or engine) before it is dropped.
+        Called with the trained model before it is dropped: a ``lightgbm.Booster`` (stock or
+        engine), an ``xgboost.Booster`` or a ``catboost.CatBoost`` (peers).
     rounds : int, optional
         Overrides the method's rounds (the pre-flight run uses a few).
     budget_seconds : float, optional
@@ -317,12 +328,21 @@ def run_method(
     -------
     RunRecord
     """
-    params = run_params(method, experiment, seed)
-    train_set, valid_set = make_datasets(data)
     rounds = experiment.rounds_of(method) if rounds is None else rounds
     record = RunRecord(experiment.name, method.label, method.kind, seed, experiment.metric,
                        experiment.higher_is_better, rounds=rounds)
     wall = time.perf_counter()
+    if method.is_peer:
+        from .peer_runs import run_peer  # XGBoost and CatBoost load only when a peer trains
+
+        (record.values, record.sampling_rate, record.seconds, record.note), model = run_peer(
+            method, experiment, data, seed, rounds, on_iteration, budget_seconds)
+        record.wall_seconds = time.perf_counter() - wall
+        if on_model is not None:
+            on_model(model)
+        return record
+    params = run_params(method, experiment, seed)
+    train_set, valid_set = make_datasets(data)
     if method.is_stock:
         clock = _StockClock()
         recorder = _Recorder(experiment.metric, on_iteration, clock.total, count_trees=True,

@@ -20,19 +20,16 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .extras import INSTALL_EXTRA, MissingExtraError
 from .io import write_bytes
+from .peers import PEER_KINDS
 from .report import Curve
 
 if TYPE_CHECKING:  # imported when drawing (matplotlib_agg): the compare extra
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-#: How to install what the comparison's plots need (pyproject.toml's ``compare`` extra).
-INSTALL_EXTRA = "pip install 'smart-lgbm[compare]' (from a checkout: pip install '.[compare]')"
-
-
-class MissingExtraError(ImportError):
-    """An optional dependency of the comparison harness (its ``compare`` extra) is missing."""
+__all__ = ["INSTALL_EXTRA", "MissingExtraError", "PLOT_FILES", "line_style", "matplotlib_agg", "plot_curves"]
 
 
 def matplotlib_agg() -> tuple[type[Figure], type[FigureCanvasAgg]]:
@@ -69,8 +66,16 @@ def _save(fig: Figure, path: Path) -> Path:
 
 
 def _line_style(curve: Curve) -> dict:
-    # Stock LightGBM dashed, engine methods solid: the two families stay apart at a glance.
-    return {"linestyle": "--" if curve.kind.startswith("stock_") else "-", "linewidth": 1.4}
+    # Stock LightGBM dashed, engine methods solid, other libraries dash-dotted: the
+    # families stay apart at a glance.
+    return {"linestyle": line_style(curve.kind), "linewidth": 1.4}
+
+
+def line_style(kind: str) -> str:
+    """The line style of a method kind's curves: stock ``--``, peers ``-.``, engine ``-``."""
+    if kind.startswith("stock_"):
+        return "--"
+    return "-." if kind in PEER_KINDS else "-"
 
 
 def _zoom(ax, curves: Sequence[Curve], target: float | None) -> None:

@@ -45,8 +45,10 @@ class Progress:
             now = time.perf_counter()
             if self.every >= 0 and now - last[0] >= self.every:
                 last[0] = now
+                # a peer's metric comes from its model after training: nan until then
+                quality = f"{metric} {value:.5g}" if value == value else f"{metric} after training"
                 self._print(f"[{self.elapsed()}]     {label}: iteration {iteration}/{rounds}, "
-                            f"{metric} {value:.5g}, {seconds:.2f} s training")
+                            f"{quality}, {seconds:.2f} s training")
 
         return hook
 

@@ -35,6 +35,8 @@ from typing import Any
 
 import numpy as np
 
+from .peers import LIBRARIES
+
 
 @dataclass(frozen=True)
 class Curve:
@@ -93,6 +95,8 @@ class Table:
     equal_time: EqualTime | None = None
     full_best: float | None = None
     time_to_target: TimeToTarget | None = None
+    #: with peer methods: each library's best quality, ``(library, method, value)``
+    library_best: list[tuple[str, str, float]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -399,7 +403,28 @@ def build_table(
                  None if full is None else full.method, None if goss is None else goss.method,
                  {m: list(lines) for m, lines in (notes or {}).items() if lines},
                  _equal_time_table(curves, full, target, target_value, higher_is_better, tolerance,
-                                   equal_time_shares), full_best, ttt)
+                                   equal_time_shares), full_best, ttt, library_best(curves, higher_is_better))
+
+
+def library_of(kind: str) -> str:
+    """The library a method kind trains with: LightGBM (stock), smart-lgbm, XGBoost or CatBoost."""
+    if kind.startswith("stock_"):
+        return "LightGBM"
+    return LIBRARIES.get(kind, "smart-lgbm")
+
+
+def library_best(curves: Sequence[Curve], higher_is_better: bool) -> list[tuple[str, str, float]]:
+    """Each library's best quality over its methods, ``(library, method, value)``, when the
+    curves include another library's (a peer that ends better than LightGBM shows there)."""
+    if not any(c.kind in LIBRARIES for c in curves):
+        return []
+    best: dict[str, tuple[str, float]] = {}
+    for curve in curves:
+        value = float(curve.values[best_index(curve.values, higher_is_better)])
+        library = library_of(curve.kind)
+        if library not in best or (value > best[library][1] if higher_is_better else value < best[library][1]):
+            best[library] = (curve.method, value)
+    return [(library, method, value) for library, (method, value) in best.items()]
 
 
 def _equal_time_table(curves: Sequence[Curve], full: Curve | None, target: float | str | None,
@@ -482,6 +507,14 @@ def to_markdown(table: Table) -> str:
             if beside and row.value is not None and table.full_best is not None:
                 cells[-1] = _versus(row.value, table.full_best, table.higher_is_better)
         lines.append("| " + " | ".join(cells) + " |")
+    if table.library_best:
+        parts = []
+        for library, method, value in table.library_best:
+            versus = ""
+            if table.full_best is not None and table.full_reference is not None:
+                versus = f", {_versus(value, table.full_best, table.higher_is_better)} against {table.full_reference}"
+            parts.append(f"{library} {value:.4f} ({method}{versus})")
+        lines += ["", "Best quality by library: " + "; ".join(parts) + "."]
     if table.time_to_target is not None:
         lines += ["", *_time_to_target_markdown(table.time_to_target, table)]
     if table.equal_time is not None:

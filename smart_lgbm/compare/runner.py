@@ -27,6 +27,8 @@ from .config import CompareConfig, ConfigError, Experiment, MethodSpec
 from .data import ExperimentData, fingerprint, load_data
 from .io import interrupts_deferred, written_together
 from .methods import RunRecord, method_seeds, run_method
+from .peer_runs import model_text
+from .peers import require_peers
 from .plots import matplotlib_agg
 from .progress import Progress
 from .report import Table
@@ -121,7 +123,8 @@ def run_compare(
         Before anything trains: bad command-line choices, output folder, data or parameters.
     MissingExtraError
         Before anything trains: matplotlib, which draws the plots, is not installed (the
-        ``compare`` extra).
+        ``compare`` extra), or XGBoost or CatBoost, which a chosen method needs (the
+        ``peers`` extra).
     KeyboardInterrupt
         Re-raised after the kept results are listed on ``stream`` (they are on disk already).
     """
@@ -136,6 +139,7 @@ def run_compare(
             raise ConfigError(f"no method {label!r} in the chosen experiments; methods: {', '.join(known)}")
     plan = [(exp, _in_order([m for m in exp.methods if labels is None or m.label in labels], exp)) for exp in chosen]
     plan = [(exp, ms) for exp, ms in plan if ms]
+    require_peers([m.kind for _, ms in plan for m in ms])
     check_output_folder(out, [out / exp.name for exp, _ in plan])
     stores = {exp.name: ExperimentStore(exp, out / exp.name, [m.label for m in ms], overwrite, config.path)
               for exp, ms in plan}
@@ -214,15 +218,19 @@ def run_single(
     """Train one method (in every experiment that has it, or the chosen ones) and keep its models.
 
     Records go to ``<output>/<experiment>/run_<method>.json`` and ``.csv``, each seed's model
-    (LightGBM's text format, loadable with ``lightgbm.Booster(model_file=...)``) to
-    ``<output>/<experiment>/model_<method>_seed<seed>.txt``, together, as soon as that seed
-    finishes; seeds run before (same setup) stay.  The comparison's own files are left alone.
+    (LightGBM's text format, loadable with ``lightgbm.Booster(model_file=...)``; a peer's is
+    its library's JSON model) to ``<output>/<experiment>/model_<method>_seed<seed>.txt``,
+    together, as soon as that seed finishes; seeds run before (same setup) stay.  The
+    comparison's own files are left alone.
 
     Raises
     ------
     ConfigError
         Before anything trains, as :func:`run_compare`; also for a negative seed or an
         experiment without the method.
+    MissingExtraError
+        Before anything trains: the method is XGBoost's or CatBoost's, and the library is
+        not installed (the ``peers`` extra).
     KeyboardInterrupt
         Re-raised after the kept seeds are listed on ``stream``.
     """
@@ -242,6 +250,7 @@ def run_single(
         if seed < 0:
             raise ConfigError(f"--seed must be an integer >= 0, got {seed}")
     plan = [(exp, [exp.method(method)]) for exp in chosen]
+    require_peers([spec.kind for _, (spec,) in plan])
     check_output_folder(out, [out / exp.name for exp in chosen])
     stores = {exp.name: RunStore(exp, exp.method(method), out / exp.name, overwrite) for exp in chosen}
     # a time budget multiplies the target method's time in the folder's comparison records
@@ -266,7 +275,7 @@ def run_single(
                 record = run_method(spec, exp, data, seed, progress.run_hook(label, exp.rounds_of(spec), exp.metric),
                                     on_model=models.append, budget_seconds=budgets[exp.name])
                 progress.run_done(label, record)
-                store.add_seed(record, models[0].model_to_string())
+                store.add_seed(record, model_text(models[0]))
                 records.append(record)
     except KeyboardInterrupt:
         kept = [f"{e.name} seeds {', '.join(map(str, stores[e.name].seeds))}" for e in chosen if stores[e.name].seeds]

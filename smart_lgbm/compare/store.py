@@ -30,16 +30,20 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
+import importlib.metadata
 import json
 import os
 import platform
 import re
+import shlex
+import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import lightgbm as lgb
+import numpy as np
 
 from .._version import __version__
 from .config import ConfigError, Experiment, MethodSpec
@@ -58,13 +62,47 @@ CSV_COLUMNS = ("experiment", "method", "kind", "seed", "iteration", "metric", "v
 _OVERWRITE_HINT = "pass --overwrite to replace them, or choose another --output"
 
 
+def cpu_model() -> str:
+    """The processor's model name (``/proc/cpuinfo`` on Linux), else what :mod:`platform` says."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                if line.lower().startswith("model name"):
+                    return " ".join(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def command_line(argv: Sequence[str] | None = None) -> str:
+    """The running command as typed: ``smart-lgbm compare configs/a9a.toml``, or ``python -m
+    smart_lgbm.compare.quick ...`` for a module run with ``-m``."""
+    argv = list(sys.argv if argv is None else argv)
+    spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+    if spec is not None and spec.name:
+        prog = "python -m " + spec.name.removesuffix(".__main__")
+    else:
+        prog = os.path.basename(argv[0]) if argv else "python"
+    return " ".join([prog, *(shlex.quote(a) for a in argv[1:])])
+
+
 def environment() -> dict[str, Any]:
-    """Machine and versions, stored with the records (timings are only comparable within one machine)."""
+    """Command, machine and versions, stored with the records (timings are only comparable
+    within one machine, and the results page states them)."""
     return {
-        "smart_lgbm": __version__, "lightgbm": lgb.__version__, "python": platform.python_version(),
+        "smart_lgbm": __version__, "lightgbm": lgb.__version__, "numpy": np.__version__,
+        "numba": _version_of("numba"), "python": platform.python_version(),
         "platform": platform.platform(), "processor": platform.processor() or platform.machine(),
-        "cpu_count": os.cpu_count(), "time": _dt.datetime.now().astimezone().isoformat(timespec="seconds"),
+        "cpu": cpu_model(), "cpu_count": os.cpu_count(), "command": command_line(),
+        "time": _dt.datetime.now().astimezone().isoformat(timespec="seconds"),
     }
+
+
+def _version_of(distribution: str) -> str | None:
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return None
 
 
 def _plain(obj: Any) -> Any:
@@ -74,7 +112,9 @@ def _plain(obj: Any) -> Any:
 
 def setup_of(exp: Experiment) -> dict[str, Any]:
     """What every run of an experiment shares, and records must agree on to be merged."""
-    return _plain({"data": dataclasses.asdict(exp.data), "metric": exp.metric, "params": exp.params})
+    data = {key: value for key, value in dataclasses.asdict(exp.data).items()
+            if not (key in exp.data.LATER_FIELDS and value is None)}
+    return _plain({"data": data, "metric": exp.metric, "params": exp.params})
 
 
 def method_setup(method: MethodSpec, exp: Experiment) -> dict[str, Any]:
@@ -259,6 +299,7 @@ class ExperimentStore:
                 "higher_is_better": exp.higher_is_better, "rounds": exp.rounds, "data": self.data_description,
                 "params": exp.params, "setup": setup_of(exp), "data_fingerprint": self.fingerprint,
                 "config": None if self.config_path is None else str(self.config_path),
+                "target": exp.target, "target_at": exp.target_at, "tolerance": exp.tolerance,
                 "environment": self.session, "methods": [self.methods[label] for label in labels],
                 "runs": [r.to_dict() for r in runs],
             })

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from .io import write_bytes
-from .plots import matplotlib_agg
+from .plots import line_style, matplotlib_agg
 from .report import Table, best_index, first_reaching, mean_curves, reach_threshold
 
 #: Whole trainings shorter than this are dominated by fixed costs and timer noise.
@@ -173,7 +173,7 @@ def plot_verdict(table: Table, records: Sequence, path: Path) -> Path | None:
     for curve in curves:
         seconds = curve.cumulative_seconds
         (line,) = ax.plot(seconds, curve.values, lw=2.0 if curve.kind == "stock_full" else 1.4,
-                          ls="--" if curve.kind.startswith("stock") else "-", label=curve.method)
+                          ls=line_style(curve.kind), label=curve.method)
         hit = first_reaching(curve.values, table.target, higher, table.tolerance)
         if hit is not None:
             ax.plot([seconds[hit]], [curve.values[hit]], "o", color=line.get_color(), ms=7)

@@ -8,6 +8,10 @@
   ``examples/binary_classification``; MIT licence.
 
 All files are stored gzip-compressed, byte for byte as published.
+
+* ``digits``: scikit-learn's copy of the UCI optical handwritten digits (1,797 images of
+  8 x 8 pixels, 10 classes), shipped with scikit-learn (:func:`sklearn.datasets.load_digits`,
+  no download); split here into training and test rows with a fixed seed.
 """
 
 from __future__ import annotations
@@ -49,3 +53,24 @@ def load_higgs_sample() -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray
         return table[:, 1:], table[:, 0]
 
     return read("binary.train.gz"), read("binary.test.gz")
+
+
+#: Share of the digits held out for validation, and the seed of that split.
+DIGITS_TEST_SIZE = 0.3
+DIGITS_SPLIT_SEED = 0
+
+
+def load_digits_split() -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
+    """((X_train, y_train), (X_test, y_test)) of scikit-learn's bundled digits (10 classes).
+
+    A seeded random split of the 1,797 rows: 30% for testing (the same rows every time).
+    Labels are 0-9 as float64, pixels 0-16 as float64.
+    """
+    from sklearn.datasets import load_digits
+
+    X, y = load_digits(return_X_y=True)
+    rng = np.random.default_rng(DIGITS_SPLIT_SEED)
+    test = np.zeros(len(y), dtype=bool)
+    test[rng.choice(len(y), int(round(DIGITS_TEST_SIZE * len(y))), replace=False)] = True
+    X, y = X.astype(np.float64), y.astype(np.float64)
+    return (X[~test], y[~test]), (X[test], y[test])

@@ -3,8 +3,8 @@
 Why: the binary gradients (:func:`smart_lgbm.losses._kernels.binary_row`) must be LightGBM's
 bits, and LightGBM's ``std::exp`` is the C library's ``exp``; numba lowers ``math.exp`` to a
 call of that function, one scalar call per row, which keeps the gradient loop from
-vectorising and bounds the fused sweep (about 4 ns a row at one thread in development runs,
-400,000 rows; the whole sweep 2.7 ms).  :func:`exp_fast` is the algorithm of glibc's ``exp``
+vectorising and makes that call most of the fused sweep's time (about 4 ns a row at one
+thread).  :func:`exp_fast` is the algorithm of glibc's ``exp``
 since 2.28 (Szabolcs Nagy's, also musl's and ARM's optimized-routines): ``exp(x) =
 2^(k/128) * exp(r)``, ``k`` the nearest integer to ``x * 128 / ln 2``, ``2^(k/128)`` from a
 128-entry table, ``exp(r)`` a degree-5 polynomial, with the fused multiply-adds of the
@@ -20,9 +20,8 @@ older glibc, its build without FMA, another architecture) callers keep ``math.ex
 the rule holds, the two are compared bit for bit (:func:`agrees_with_libm`, on random inputs
 and the inputs next to every rounding boundary of ``k``, :func:`probes`, where a build
 rounding differently would differ) once per C library version and CPU, and the answer is
-kept beside the kernel cache (:func:`libm_is_reproduced`): loading the check's kernel cost a
-fresh process's first iteration about 25 ms (development run), so it does not run in every
-process.  ``tests/test_exp_kernels.py`` makes the same comparison wherever the rule holds.
+kept beside the kernel cache (:func:`libm_is_reproduced`): loading the check's kernel costs
+a fresh process's first iteration about 25 ms, so it does not run in every process.  ``tests/test_exp_kernels.py`` makes the same comparison wherever the rule holds.
 
 The table ``2^(k/128) ~= H_k * (1 + T_k)`` is computed here from its definition (``H_k`` the
 double nearest ``2^(k/128)``, ``T_k`` the double nearest the relative rest), with 60 decimal
@@ -214,7 +213,7 @@ def libm_is_reproduced() -> bool:
 
     The check's answer is kept in a small file beside the kernel cache
     (:func:`verdict_path`), so later processes only read it: loading the check's kernel costs
-    a process about 25 ms (development run).  A C library that changed its ``exp`` under the
+    a process about 25 ms.  A C library that changed its ``exp`` under the
     same platform rule (a new glibc version) is checked again and, if it disagrees, every
     caller keeps ``math.exp``: its gradients stay the library's bits.
     """
