@@ -12,7 +12,7 @@ LightGBM's subset copy and tree learner run between two walks; without it each c
 what the previous one left in cache.
 
 ``--skip 0``: no skipped rows, as the engine walks the training rows when the sample is
-small (rate 0.1 here: ``smart_lgbm.update_plan``, the sample's outputs are then not read back).
+small (rate 0.1 here: ``smart_lgbm._engine.update_plan``, the sample's outputs are then not read back).
 
 Usage: python scripts/bench_bitmask_walk.py [--repeats 9] [--threads 2] [--blocks 256,1024,4096] [--cold]
        [--skip 0.1]
@@ -35,10 +35,11 @@ sys.path.insert(0, str(ROOT))
 
 from smart_lgbm import _lightgbm as L  # noqa: E402
 from smart_lgbm.datasets.synthetic import make_dense_binary  # noqa: E402
-from smart_lgbm.walk import CodeBook, Forest, RawFeatures  # noqa: E402
-from smart_lgbm.walk import _bitmask_kernels as _bk  # noqa: E402
-from smart_lgbm.walk import _kernels as _k  # noqa: E402
-from smart_lgbm.walk import forest as _forest  # noqa: E402
+from smart_lgbm._engine.walk import CodeBook, Forest, RawFeatures  # noqa: E402
+from smart_lgbm._engine.walk import _bitmask_kernels as _bk  # noqa: E402
+from smart_lgbm._engine.walk import _kernels as _k  # noqa: E402
+from smart_lgbm._engine.walk import codes as _codes  # noqa: E402
+from smart_lgbm._engine.walk import forest as _forest  # noqa: E402
 
 CASES = {"higgs-like": (2_000_000, 28, 63), "400k-60": (400_000, 60, 31)}
 
@@ -99,7 +100,7 @@ def main() -> None:
 
         def old(i, out, lv, want):
             cf = forests[i]
-            _k.walk_codes(c, _forest.CODES_BLOCK_ROWS, chunks, cf.info, cf.child, cf.node_value, cf.node_leaf,
+            _k.walk_codes(c, _codes.CODES_BLOCK_ROWS, chunks, cf.info, cf.child, cf.node_value, cf.node_leaf,
                           cf.roots, cf.depths, skip, skip_out, out, lv, want)
 
 

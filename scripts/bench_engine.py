@@ -236,11 +236,10 @@ def setup_worker(path: str, pairs: int, threads: int) -> dict:
 
     import smart_lgbm as sl
     from smart_lgbm import _lightgbm as L
-    from smart_lgbm.boosting import BoostingRun
-    from smart_lgbm.engine import _numba_threads
-    from smart_lgbm.engine_data import dataset_params, prepare_train
-    from smart_lgbm.params import make_config
-    from smart_lgbm.walk import CodeBook
+    from smart_lgbm._engine import make_config, numba_threads
+    from smart_lgbm._engine.data import prepare_train
+    from smart_lgbm._engine.run import BoostingRun
+    from smart_lgbm._engine.walk import CodeBook
 
     X, y, _ = _load(path)
     _, rate, _, extra = CASES["400k-60"]
@@ -272,7 +271,7 @@ def setup_worker(path: str, pairs: int, threads: int) -> dict:
         # the engine's setup, step by step (what BoostingRun.__init__ and before do)
         t = time.perf_counter()
         cfg = make_config(params, SETUP_ROUNDS)
-        train = prepare_train(dataset, cfg.loss, dataset_params(params))
+        train = prepare_train(dataset, cfg)
         add("engine setup: config + training set (fields, target)", time.perf_counter() - t)
         t = time.perf_counter()
         fitter = L.OneIterationBooster(cfg.booster_params(0), 1, train.handle, f"num_threads={threads} verbosity=-1")
@@ -285,12 +284,12 @@ def setup_worker(path: str, pairs: int, threads: int) -> dict:
         raw = train.raw
         add("engine setup: raw feature view", time.perf_counter() - t)
         t = time.perf_counter()
-        with _numba_threads(threads):
+        with numba_threads(threads):
             book.encode(raw)
         add("engine setup: code the raw features", time.perf_counter() - t)
         t = time.perf_counter()
-        with _numba_threads(threads):
-            BoostingRun(cfg, sl.Uniform(rate), prepare_train(dataset, cfg.loss, dataset_params(params)), []).fitter.free()
+        with numba_threads(threads):
+            BoostingRun(cfg, sl.Uniform(rate), prepare_train(dataset, cfg), []).fitter.free()
         add("engine setup: all of BoostingRun (Booster, book, codes, buffers)", time.perf_counter() - t)
     return out
 

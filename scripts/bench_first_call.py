@@ -19,7 +19,7 @@ Entry points: binary log-loss with each sampler (``Full``, ``Uniform``, ``Weight
 ``FirstOrder``, ``SecondOrder``, ``MVS``, ``LossBased``, all at rate 0.1 where they take
 one), multiclass softmax (3 classes) and LambdaRank with ``FirstOrder``.  Data: synthetic,
 seeded, made in the child (``--rows``, by default 5,000, x 20 dense float64; LambdaRank: queries of 20
-documents). Data below 8,192 rows (``smart_lgbm._twins.PARALLEL_MIN_ROWS``) compile only the serial
+documents). Data below 8,192 rows (``smart_lgbm._numba.row_kernel.PARALLEL_MIN_ROWS``) compile only the serial
 twins of the row kernels; a larger ``--rows`` shows the first call that compiles the parallel ones.
 
 Usage: python scripts/bench_first_call.py [--entry binary-first_order ...] [--repeats 1] [--rows 5000 ...]

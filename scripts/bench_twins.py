@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Serial or parallel row kernels: the engine's iteration by data size, with either twin.
 
-The engine's row kernels have a serial and a parallel twin (:mod:`smart_lgbm._twins`);
+The engine's row kernels have a serial and a parallel twin (:mod:`smart_lgbm._numba.row_kernel`);
 calls over fewer than ``PARALLEL_MIN_ROWS`` rows run the serial one.  This script is where
 that threshold comes from: for each row count it trains the engine (binary,
 ``FirstOrder(rate=0.1)``, 31 leaves, synthetic dense float32 data from
@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import lightgbm as lgb  # noqa: E402
 
 import smart_lgbm as sl  # noqa: E402
-from smart_lgbm import _twins  # noqa: E402
+from smart_lgbm._numba import row_kernel as _twins  # noqa: E402
 
 FORCE = {"serial": 1 << 62, "parallel": 0}
 DROP = 3

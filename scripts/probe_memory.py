@@ -9,7 +9,7 @@ across it, in fresh processes:
 
 * numba's runtime, in the order numba sets it up on the first call of any compiled
   function, even one loaded from the on-disk cache: the runtime's own functions
-  (``rtsys.initialize``; loaded from the object file ``smart_lgbm._numba_runtime`` caches,
+  (``rtsys.initialize``; loaded from the object file ``smart_lgbm._numba.runtime`` caches,
   compiled by LLVM only where there is none yet, which pages in about 27 MB of LLVM's code
   from libllvmlite, shown as file-backed RSS), the implementation registries (numba imports its ``numba.np`` /
   ``numba.cpython`` / ``numba.typed`` modules), the typing context's refresh, and the
@@ -108,8 +108,11 @@ def worker(path: str, method: str, rounds: int) -> dict:
         from numba.core.runtime import rtsys
         from numba.np.ufunc import parallel
 
+        from smart_lgbm._numba import runtime
+
+        runtime.load_cached()  # (what smart_lgbm.train does first)
         context = cpu_target.target_context
-        rtsys.initialize(context)
+        rtsys.initialize(context)  # (set up already: nothing left to do)
         mark("numba: runtime functions (NRT), from smart_lgbm's cached object file (compiled at a first run)")
         context.load_additional_registries()
         context.install_registry(builtin_registry)
@@ -135,7 +138,7 @@ def worker(path: str, method: str, rounds: int) -> dict:
         # VmRSS / VmHWM where the run's peak may be: after the first and the last iteration,
         # after the run's release of its training structures (just before the final model's
         # parameters, text and load), and after that load
-        from smart_lgbm.boosting import BoostingRun
+        from smart_lgbm._engine.run import BoostingRun
 
         step, release = BoostingRun.step, BoostingRun.release_training
 

@@ -56,8 +56,8 @@ import numpy as np
 
 import smart_lgbm as sl
 from smart_lgbm.compare.config import load_config
-from smart_lgbm._twins import parallel_from
-from smart_lgbm.samplers.compiled import compile_rate_solve
+from smart_lgbm._numba.row_kernel import parallel_from
+from smart_lgbm.samplers.rate_solve import compile_rate_solve
 from smart_lgbm.compare.data import head, load_data, make_datasets
 from smart_lgbm.compare.io import atomic_write
 from smart_lgbm.compare.methods import run_params
@@ -114,10 +114,10 @@ class StructureTrace:
 def _traced(original: Any, trace: StructureTrace) -> Any:
     """``observe_sample`` that feeds ``trace`` first (one output column only)."""
 
-    def observe(controller: Any, state: Any, indices: np.ndarray, fit_grad: np.ndarray, fit_hess: np.ndarray,
-                constant_p: float | None = None, refit_leaves: bool = False) -> None:
+    def observe(sampler: Any, state: Any, indices: np.ndarray, fit_grad: np.ndarray, fit_hess: np.ndarray,
+                constant_p: float | None = None) -> None:
         trace(state, indices, fit_grad, fit_hess, constant_p)
-        original(controller, state, indices, fit_grad, fit_hess, constant_p=constant_p, refit_leaves=refit_leaves)
+        original(sampler, state, indices, fit_grad, fit_hess, constant_p=constant_p)
 
     return observe
 
@@ -129,19 +129,19 @@ class ScheduledRate(AdaptiveRate):
         super().__init__(start=min(before, after), maximum=max(before, after))
         self.before, self.switch, self.after = before, switch, after
 
-    def rate_for(self, history: Any, iteration: int) -> float:
+    def rate_for(self, state: Any, iteration: int) -> float:
         return self.before if iteration < self.switch else self.after
 
-    def observe(self, history: Any, iteration: int, sums: Any, allgather: Any = None, **kwargs: Any) -> float:
-        return self.rate_for(history, iteration + 1)
+    def observe(self, state: Any, iteration: int, sums: Any, allgather: Any = None, **kwargs: Any) -> float:
+        return self.rate_for(state, iteration + 1)
 
 
 class LoggedRate(AdaptiveRate):
     """An adaptive rate that keeps a handle on its (last) run's state, to report its decisions."""
 
-    def observe(self, history: Any, iteration: int, sums: Any, allgather: Any = None, **kwargs: Any) -> float:
-        rate = super().observe(history, iteration, sums, allgather, **kwargs)
-        self.last_state = history.rate_control
+    def observe(self, state: Any, iteration: int, sums: Any, allgather: Any = None, **kwargs: Any) -> float:
+        rate = super().observe(state, iteration, sums, allgather, **kwargs)
+        self.last_state = state
         return rate
 
 

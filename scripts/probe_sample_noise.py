@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import smart_lgbm as sl  # noqa: E402
 from smart_lgbm.datasets.synthetic import make_dense_binary, make_dense_multiclass, make_dense_regression  # noqa: E402
-from smart_lgbm.params import resolve_loss  # noqa: E402
+from smart_lgbm._engine.params import resolve_loss  # noqa: E402
 
 
 def leaf_noise(g: np.ndarray, h: np.ndarray, p: np.ndarray, leaf: np.ndarray) -> tuple[float, float]:

@@ -62,11 +62,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from smart_lgbm import _lightgbm as L  # noqa: E402
-from smart_lgbm.boosting import class_major_float32  # noqa: E402
-from smart_lgbm.iteration import iteration_rng  # noqa: E402
+from smart_lgbm._engine.run import class_major_float32  # noqa: E402
+from smart_lgbm._engine.draw import iteration_rng  # noqa: E402
 from smart_lgbm.losses import BinaryLogloss, Target  # noqa: E402
 from smart_lgbm.samplers import FirstOrder, GradientHistory, SamplingState  # noqa: E402
-from smart_lgbm.walk import CodeBook, Forest, RawFeatures, add_coded_outputs, add_outputs  # noqa: E402
+from smart_lgbm._engine.walk import CodeBook, Forest, RawFeatures, add_coded_outputs, add_outputs  # noqa: E402
+from smart_lgbm._numba import kernel_constants as kc  # noqa: E402
 
 #: name -> (description, rows, features, leaves, rate)
 CASES = {
@@ -251,7 +252,7 @@ def profile(name: str, repeats: int, quick: bool, threads: int = DEFAULT_THREADS
                                          _nbytes(X) + 2 * out_all.nbytes),
     }
     lines += _scaling(kernels, threads, repeats)
-    lines += ["", "The end of an iteration, unfused against the fused pass (smart_lgbm.fused), interleaved:", ""]
+    lines += ["", "The end of an iteration, unfused against the fused pass (smart_lgbm._engine.sweep), interleaved:", ""]
     lines += fused_pass_rows(codes, last_coded, scores, y, rate, repeats)
     if name == "yahoo-like":
         lines += _sparse_storage(X, y, rate, repeats, lgb_threads)
@@ -280,7 +281,7 @@ def _binned_read_out(fitter, handle, n, gg, hh, indices, lgb_threads: str) -> fl
 
 
 def fused_pass_rows(codes, coded, scores: np.ndarray, y: np.ndarray, rate: float, repeats: int) -> list[str]:
-    """The end of an iteration unfused against fused (smart_lgbm.fused), interleaved, as table rows.
+    """The end of an iteration unfused against fused (smart_lgbm._engine.sweep), interleaved, as table rows.
 
     Unfused: coded walk, the loss's gradients of all rows, FirstOrder's rate solve, draw and
     gather.  Fused: the walk, one sweep for the gradients and the scan's per-block values,
@@ -288,14 +289,13 @@ def fused_pass_rows(codes, coded, scores: np.ndarray, y: np.ndarray, rate: float
     BinCodes and one iteration's CodedForest, ``scores`` (n,) raw scores (not modified).
     Self-contained: call it from ``profile`` with the data there to add its rows.
     """
-    from smart_lgbm import fused
-    from smart_lgbm.samplers import compiled
+    from smart_lgbm._engine import sweep as fused
 
     n = scores.shape[0]
     loss, target = BinaryLogloss(), Target(label=np.asarray(y, dtype=np.float64))
     g, h = np.empty(n, np.float32), np.empty(n, np.float32)
     sampler = FirstOrder(rate=rate)
-    run = fused.plan(loss, sampler, target, codes, n, 1)
+    run = fused.sweep_for(loss, sampler, target, codes, n, 1)
     steps: dict[str, list[float]] = {}
 
     def unfused(it: int) -> None:
@@ -314,17 +314,16 @@ def fused_pass_rows(codes, coded, scores: np.ndarray, y: np.ndarray, rate: float
     def fused_run(it: int) -> None:
         out = scores.reshape(n, 1).copy()
         t0 = time.perf_counter()
-        stats = run.run(codes, coded, out, None, g, h)
+        stats = run.walk(codes, coded, out, None, g, h).statistics
         t1 = time.perf_counter()
-        state = SamplingState(it, g, h, out[:, 0], loss, target, GradientHistory())
-        state.statistics = stats
+        state = SamplingState(it, g, h, out[:, 0], loss, target, GradientHistory(), statistics=stats)
         sampler.sample(state, iteration_rng(0, it))
         t2 = time.perf_counter()
         for key, ms in (("fused: walk + gradients and statistics sweep", t1 - t0),
                         ("fused: rate solve (from the statistics), draw, gather", t2 - t1), ("fused: all", t2 - t0)):
             steps.setdefault(key, []).append(1000 * ms)
 
-    assert run is not None and compiled.STATS_SCAN == run.stats
+    assert run is not None and kc.STATS_SCAN == run.stats
     for it in range(repeats + 1):  # interleaved; the first (compiling) pair dropped below
         unfused(it)
         fused_run(it)

@@ -63,9 +63,9 @@ sys.path.insert(0, str(ROOT))
 import smart_lgbm as sl  # noqa: E402
 from smart_lgbm import _lightgbm as L  # noqa: E402
 from smart_lgbm.datasets.synthetic import make_dense_binary, make_dense_multiclass, make_dense_regression  # noqa: E402
-from smart_lgbm.params import resolve_loss  # noqa: E402
+from smart_lgbm._engine.params import resolve_loss  # noqa: E402
 from smart_lgbm.samplers import FirstOrder, GradientHistory, SamplingState  # noqa: E402
-from smart_lgbm.walk import CodeBook, Forest, RawFeatures, add_coded_outputs  # noqa: E402
+from smart_lgbm._engine.walk import CodeBook, Forest, RawFeatures, add_coded_outputs  # noqa: E402
 
 #: task -> (description, rows, data maker, objective parameters)
 TASKS: dict[str, tuple[str, int, Callable[[int], tuple[np.ndarray, np.ndarray]], dict[str, Any]]] = {

@@ -2,18 +2,21 @@
 
 ``smart_lgbm.train`` is a drop-in for ``lightgbm.train`` whose tree learner sees only a
 sampled subset of rows per iteration, with importance-reweighted gradients.
+
+Importing the package defines names only; its one check raises ``ImportError`` for a
+LightGBM outside the supported range, before anything relies on LightGBM internals.
+numba's kernels load when a training first needs them.
 """
 
 from . import _lightgbm
 
-# One clear error naming the supported range, before anything relies on LightGBM internals.
 _lightgbm.check_version()
 
-from . import _numba_runtime  # noqa: E402
+from ._numba import runtime as _runtime  # noqa: E402
 
-# numba's runtime from a cached object file rather than compiled by LLVM at the first kernel
-# load: about 27 MB less peak memory on small data (docs/engine.md, "Memory")
-_numba_runtime.install()
+# (a read-only install whose numba cache cannot be written anywhere: the kernels compile
+# without it; nothing changes in numba where a cache can be written)
+_runtime.allow_uncached_kernels()
 
 from ._version import __version__  # noqa: E402
 from .callback import record_sampling  # noqa: E402
@@ -25,9 +28,10 @@ from .exceptions import (  # noqa: E402
     SlowPathWarning,
     SmartLGBMWarning,
 )
+from .objective import SmartObjective  # noqa: E402
 from .samplers import (  # noqa: E402
-    AdaptiveRate,
     MVS,
+    AdaptiveRate,
     FirstOrder,
     Full,
     LossBased,
@@ -40,23 +44,28 @@ from .samplers import (  # noqa: E402
     WeightTrimming,
     make_sampler,
 )
+from .sklearn import SmartClassifier, SmartRanker, SmartRegressor  # noqa: E402
 
 __all__ = [
-    "AdaptiveRate",
     "MVS",
+    "AdaptiveRate",
     "FirstOrder",
     "Full",
     "IterationNotSplitWarning",
     "LossBased",
     "NoCacheWarning",
     "NoMoreSplitsWarning",
-    "SlowPathWarning",
     "ProbabilitySampler",
     "Sample",
     "Sampler",
     "SamplingState",
     "SecondOrder",
+    "SlowPathWarning",
+    "SmartClassifier",
     "SmartLGBMWarning",
+    "SmartObjective",
+    "SmartRanker",
+    "SmartRegressor",
     "Uniform",
     "WeightTrimming",
     "__version__",
@@ -64,11 +73,3 @@ __all__ = [
     "record_sampling",
     "train",
 ]
-
-from .objective import SmartObjective  # noqa: E402  (needs the engine imported above)
-
-__all__ += ["SmartObjective"]
-
-from .sklearn import SmartClassifier, SmartRanker, SmartRegressor  # noqa: E402
-
-__all__ += ["SmartClassifier", "SmartRanker", "SmartRegressor"]

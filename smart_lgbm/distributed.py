@@ -12,7 +12,7 @@ over the rows that machine holds.  Three things make those runs one model:
   with a different sample size on each machine (``tests/test_lightgbm_internals.py`` pins
   it); no step other than the tree update itself talks to the other machines.
 * **Per-machine sampling streams**: each machine draws its own rows with stream = its rank
-  (:func:`smart_lgbm.iteration.stream_rng`), so no two machines draw with the same numbers.
+  (:func:`smart_lgbm._engine.draw.stream_rng`), so no two machines draw with the same numbers.
   A rate target holds per machine, and so overall.
 * **The initial score of all machines' rows**, as LightGBM's ``boost_from_average`` computes
   it on a network (:meth:`Worker.initial_score`).  LightGBM's C API has no collective call

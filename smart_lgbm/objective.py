@@ -36,11 +36,11 @@ from lightgbm.callback import CallbackEnv
 
 from . import _lightgbm
 from . import objective_metrics as om
+from ._numba import runtime
 from .distributed import network_rank
-from .iteration import draw_iteration
 from .losses.base import Loss, Target
-from .params import canonicalize, resolve_loss
-from .samplers import GradientHistory, Sample, Sampler, make_sampler
+from ._engine import Gradients, canonicalize, draw_iteration, resolve_loss
+from .samplers import GradientHistory, RunContext, Sample, Sampler, make_sampler
 
 
 def _non_negative_int(value: Any, name: str) -> int:
@@ -58,6 +58,7 @@ class _Run:
     group: Any
     target: Target
     history: GradientHistory
+    context: RunContext  # the sampler's per-run state (SmartObjective passes no validation scores)
     calls: int = 0
     pending_iteration: int | None = None  # set by the callback before each iteration
     has_callback: bool = False
@@ -313,6 +314,7 @@ class SmartObjective:
                 group=group,
                 target=self._target(label, weight, group),
                 history=GradientHistory(maxlen=self.sampler.history_length),
+                context=RunContext.start(self.sampler),
             )
             self._runs[key] = run
         return run
@@ -389,11 +391,14 @@ class SmartObjective:
         # the engine's float32 gradients (LightGBM's own), so that both draw the same sample
         grad = np.empty(raw.shape, dtype=np.float32)
         hess = np.empty(raw.shape, dtype=np.float32)
+        runtime.load_cached()  # numba's runtime from its cached object file, before the first kernel runs
+        self.loss.compute_gradients(raw, target, grad, hess)
         stream = self.stream if self.stream is not None else run.network_stream
-        # the engine's draw and checks (smart_lgbm.iteration): the zeros below are filled
+        # the engine's draw and checks (smart_lgbm._engine.draw): the zeros below are filled
         # from a sample whose indices are sorted, unique and in range
-        sample = draw_iteration(self.loss, self.sampler, target, run.history, raw, grad, hess,
-                                iteration=iteration, seed=self.seed, stream=stream)
+        sample = draw_iteration(self.sampler, Gradients(grad, hess), loss=self.loss, target=target,
+                                history=run.history, raw=raw, iteration=iteration, seed=self.seed, stream=stream,
+                                run=run.context)
         self.last_sample = sample
         self.record["num_sampled"].append(sample.size)
         self.record["sampling_rate"].append(sample.size / target.num_rows)

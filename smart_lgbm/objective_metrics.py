@@ -27,8 +27,8 @@ import numpy as np
 
 from . import _lightgbm
 from .losses.base import Loss, Target
-from .metrics import ALIASES, AT_K_METRICS, METRICS, Evaluator
-from .params import canonicalize
+from ._engine import canonicalize, evaluator_for
+from .metrics import ALIASES, AT_K_METRICS, METRICS
 
 #: LightGBM metrics that it computes on raw scores even with its own objectives: right
 #: with a custom objective too.  Every other metric sees the objective's converted output.
@@ -79,7 +79,7 @@ class SmartMetric:
         params = canonicalize(dict(params or {}))
         self.loss = loss
         self.params = params
-        self._evaluator = Evaluator(params, loss)
+        self._evaluator = evaluator_for(params, loss)
         if not self._evaluator.names:
             raise ValueError(f"metric={params.get('metric')!r} names no metric; give a LightGBM metric name "
                              f"(e.g. {loss.default_metric or 'l2'!r})")

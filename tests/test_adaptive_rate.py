@@ -10,7 +10,7 @@ import pytest
 
 import smart_lgbm as sl
 from smart_lgbm.losses import BinaryLogloss, Target
-from smart_lgbm.samplers import GradientHistory, SamplingState
+from smart_lgbm.samplers import GradientHistory, RunContext, SamplingState
 from smart_lgbm.samplers.adaptive import leaf_noise_sums, pooled_gains, pooled_noise_ratio
 
 BASE = {"objective": "binary", "num_leaves": 15, "learning_rate": 0.1, "verbosity": -1, "num_threads": 1}
@@ -71,17 +71,18 @@ def test_multiclass_sums_are_per_tree(rng):
 # ---------------------------------------------------------------- decisions
 
 
-def _state(it: int, grad: np.ndarray, history: GradientHistory) -> SamplingState:
+def _state(it: int, grad: np.ndarray, history: GradientHistory, run: RunContext | None = None) -> SamplingState:
+    """Iteration ``it``'s state of the run whose history and context are ``history``, ``run``."""
     loss = BinaryLogloss()
     n = grad.shape[0]
-    return SamplingState(it, grad, np.ones(n), np.zeros(n), loss, Target(label=np.zeros(n)), history)
+    return SamplingState(it, grad, np.ones(n), np.zeros(n), loss, Target(label=np.zeros(n)), history, run=run)
 
 
 def _rates(sampler: sl.Sampler, grad_of: callable, leaves: np.ndarray, iterations: int) -> list[float]:
-    history = GradientHistory(leaves=leaves)
+    history, run = GradientHistory(leaves=leaves), RunContext.start(sampler)
     rates = []
     for it in range(iterations):
-        state = _state(it, grad_of(it), history)
+        state = _state(it, grad_of(it), history, run)
         rates.append(sampler.sample(state, np.random.default_rng(it)).size / leaves.shape[0])
     return rates
 
@@ -205,11 +206,11 @@ def test_snap_one_grows_by_steps_up_to_the_maximum():
 
 def _rates_with_validation(sampler, grad, leaves, values, higher_is_better=False):
     """Rates of a run whose first validation metric after iteration t is values[t]."""
-    history = GradientHistory(leaves=leaves)
+    history, run = GradientHistory(leaves=leaves), RunContext.start(sampler)
     rates = []
     for it in range(len(values)):
-        rates.append(sampler.sample(_state(it, grad, history), np.random.default_rng(it)).size / leaves.shape[0])
-        history.validation = [("valid_0", "metric", values[it], higher_is_better)]  # what the engine sets
+        rates.append(sampler.sample(_state(it, grad, history, run), np.random.default_rng(it)).size / leaves.shape[0])
+        run.validation = (("valid_0", "metric", values[it], higher_is_better),)  # what the engine sets
     return rates
 
 
@@ -289,8 +290,9 @@ def test_under_refit_the_noise_test_grows_only_past_the_signal():
         return np.array([[10.0], [1.0], [noise], [20.0], [1e15]])
 
     def rates(noise, refit, threshold="auto"):
-        control, history = sl.AdaptiveRate(start=0.1, window=2, threshold=threshold), GradientHistory()
-        return [control.observe(history, it, sums(noise), refit_leaves=refit) for it in range(4)]
+        control = sl.AdaptiveRate(start=0.1, window=2, threshold=threshold)
+        state = control.start_run()
+        return [control.observe(state, it, sums(noise), refit_leaves=refit) for it in range(4)]
 
     grown, kept = [0.1, 0.2, 0.2, 0.4], [0.1] * 4
     # R = 10 / 70 = 0.14: above the default limit (0.1), below the signal: grows only without the refit
@@ -371,9 +373,33 @@ def test_no_leaves_no_decision():
     gen = np.random.default_rng(2)
     history = GradientHistory()
     sampler = sl.MVS(rate=sl.AdaptiveRate(start=0.1, window=1))
+    run = RunContext.start(sampler)
     for it in range(3):
-        sampler.sample(_state(it, gen.choice([-1.0, 1.0], size=n), history), np.random.default_rng(it))
-    assert sampler.rate.rate_for(history, 3) == 0.1
+        sampler.sample(_state(it, gen.choice([-1.0, 1.0], size=n), history, run), np.random.default_rng(it))
+    assert sampler.rate.rate_for(run.sampler_state, 3) == 0.1
+
+
+def test_each_run_owns_its_controller_state_made_by_the_samplers_hook():
+    # the state lives in the run's context, made by Sampler.start_run: one sampler object
+    # serves two runs at once, each growing (or not) at its own pace
+    n_leaves, per_leaf = 8, 1000
+    leaves = np.arange(per_leaf * n_leaves) // per_leaf
+    noise = _leaf_gradients(per_leaf, 516, n_leaves)  # noise-dominated: the rate grows
+    signal = _leaf_gradients(per_leaf, 700, n_leaves)  # signal-dominated: the rate stays
+    sampler = sl.Uniform(rate=sl.AdaptiveRate(start=0.2, window=1))
+    runs = {"noise": (noise, GradientHistory(leaves=leaves), RunContext.start(sampler)),
+            "signal": (signal, GradientHistory(leaves=leaves), RunContext.start(sampler))}
+    assert all(isinstance(run.sampler_state, sl.samplers.adaptive.AdaptiveRateState) for _, _, run in runs.values())
+    assert runs["noise"][2].sampler_state is not runs["signal"][2].sampler_state
+    rates = {name: [] for name in runs}
+    for it in range(3):
+        for name, (grad, history, run) in runs.items():  # interleaved, as two concurrent runs
+            size = sampler.sample(_state(it, grad, history, run), np.random.default_rng(it)).size
+            rates[name].append(size / leaves.shape[0])
+    assert rates["noise"][-1] > 0.35 and all(r == pytest.approx(0.2, abs=0.03) for r in rates["signal"])
+    assert runs["noise"][2].sampler_state.rate > runs["signal"][2].sampler_state.rate == 0.2
+    # a fixed rate keeps no per-run state; nor do samplers without a start_run of their own
+    assert sl.Uniform(rate=0.3).start_run() is None and sl.Full().start_run() is None
 
 
 # ---------------------------------------------------------------- arguments
@@ -558,7 +584,8 @@ def test_dask_workers_share_one_rate():
 
     import dask.array as da
 
-    from smart_lgbm.dask import DaskSmartClassifier, _model_digest
+    from smart_lgbm.dask import DaskSmartClassifier
+    from smart_lgbm.dask.worker import _model_digest
 
     rng = np.random.default_rng(0)
     Xn = rng.integers(0, 12, size=(6000, 5)).astype(np.float64)
@@ -645,7 +672,7 @@ def test_compiled_leaf_sums_add_fixed_blocks_of_drawn_rows_in_order(width):
     ``BLOCK`` drawn rows: each block's sums are numpy's bincount doubles over its rows, the
     blocks added in order (the same bits at any number of threads); the width guess
     changes nothing."""
-    from smart_lgbm.samplers.compiled import BLOCK
+    from smart_lgbm._numba.kernel_constants import BLOCK
 
     rng = np.random.default_rng(8)
     n, m = 5 * BLOCK, 3 * BLOCK + 999

@@ -1,4 +1,4 @@
-"""The walk over bin codes (smart_lgbm.walk.codes) against LightGBM's own predict.
+"""The walk over bin codes (smart_lgbm._engine.walk.codes) against LightGBM's own predict.
 
 As for the raw walk (tests/test_walk.py) every check is exact: the coded walk summed over a
 stock model's iterations, from zeros, must equal ``Booster.predict(raw_score=True)`` bit for
@@ -18,9 +18,9 @@ import scipy.sparse as sp
 from test_walk import _special_values  # NaN, zeros and values around ±kZeroThreshold
 
 from smart_lgbm import _lightgbm as L
-from smart_lgbm.walk import CodeBook, Forest, RawFeatures, add_coded_outputs
-from smart_lgbm.walk._kernels import K_ZERO_THRESHOLD
-from smart_lgbm.walk.codes import NAN_CODE
+from smart_lgbm._engine.walk import CodeBook, Forest, RawFeatures, add_coded_outputs
+from smart_lgbm._engine.walk._kernels import K_ZERO_THRESHOLD
+from smart_lgbm._engine.walk.codes import NAN_CODE
 
 
 def _model_and_book(X, y, params, rounds=25, dataset_params=None):

@@ -1,4 +1,4 @@
-"""The bitmask walk over bin codes (smart_lgbm.walk.bitmask) against the lockstep walk.
+"""The bitmask walk over bin codes (smart_lgbm._engine.walk.bitmask) against the lockstep walk.
 
 Both walks decide each node by the same packed test (``code_nodes``' ``info`` word), so on
 any forest, random node tests included (missing codes, either default direction, codes
@@ -16,11 +16,11 @@ import pytest
 
 import smart_lgbm as sl
 from smart_lgbm import _lightgbm as L
-from smart_lgbm import _twins
-from smart_lgbm.walk import BinCodes, CodeBook, CodedForest, Forest, RawFeatures, add_coded_outputs
-from smart_lgbm.walk import _bitmask_kernels as _bk
-from smart_lgbm.walk import bitmask as _bm
-from smart_lgbm.walk._kernels import DEFAULT_SHIFT, MISS_SHIFT, NAN_CODE, NO_MISS, TCODE_SHIFT
+from smart_lgbm._numba import row_kernel as _twins
+from smart_lgbm._engine.walk import BinCodes, CodeBook, CodedForest, Forest, RawFeatures, add_coded_outputs
+from smart_lgbm._engine.walk import _bitmask_kernels as _bk
+from smart_lgbm._engine.walk import bitmask as _bm
+from smart_lgbm._engine.walk._kernels import DEFAULT_SHIFT, MISS_SHIFT, NAN_CODE, NO_MISS, TCODE_SHIFT
 
 NUM_COLUMNS = 7
 

@@ -31,7 +31,8 @@ from distributed import Client, LocalCluster
 from sklearn.metrics import roc_auc_score
 
 from smart_lgbm import MVS, FirstOrder, Full, SmartClassifier, SmartObjective, SmartRanker, SmartRegressor
-from smart_lgbm import dask as smart_dask
+from smart_lgbm.dask import training as dask_training  # noqa: E402  (after the importorskip above)
+from smart_lgbm.dask import worker as dask_worker  # noqa: E402
 from smart_lgbm.dask import DaskSmartClassifier, DaskSmartRanker, DaskSmartRegressor, DaskTrainingError
 
 pytestmark = pytest.mark.filterwarnings("ignore:Parameter n_jobs will be ignored", "ignore:.*eval_set.*deprecated")
@@ -127,7 +128,7 @@ def test_full_ranker_is_lightgbm_dask(client, workers):
 def test_sampled_run_builds_one_model_at_the_target_rate(client, binary):
     X, y, Xn, yn = binary
     params = {**FAST, "n_estimators": 30, "learning_rate": 0.1, "seed": 5, "sampler": FirstOrder(rate=0.3)}
-    outcome = smart_dask._fit_distributed(client, SmartClassifier, params, X, y, fit_kwargs={})
+    outcome = dask_training._fit_distributed(client, SmartClassifier, params, X, y, fit_kwargs={})
     assert len(outcome.results) == 2
     # Every worker ended with the same trees (the fit also checks this itself).
     assert outcome.results[0].digest == outcome.results[1].digest
@@ -140,7 +141,7 @@ def test_sampled_run_builds_one_model_at_the_target_rate(client, binary):
     assert len(est.worker_records_) == 2 and len(est.worker_records_[0]["tree_seconds"]) == 30
     # Same seed, same persisted data: the same model, byte for byte, but for the ``parameters:``
     # section, which records each run's network (its ports), as lightgbm.dask's models do.
-    assert smart_dask._model_digest(est.booster_) == outcome.results[0].digest
+    assert dask_worker._model_digest(est.booster_) == outcome.results[0].digest
     assert est.booster_.model_to_string().count("\nTree=") == 30
     # Quality: within 0.01 AUC of lightgbm.dask's full-data model with the same settings.
     full = lgb.DaskLGBMClassifier(client=client, **{k: v for k, v in params.items() if k != "sampler"}).fit(X, y)
@@ -158,7 +159,7 @@ def test_refit_leaves_sums_every_machine_s_rows(client, binary):
     X, y, Xn, yn = binary
     params = {**FAST, "n_estimators": 6, "learning_rate": 0.3, "seed": 2,
               "sampler": FirstOrder(rate=0.3, refit_leaves=True)}
-    outcome = smart_dask._fit_distributed(client, SmartClassifier, params, X, y, fit_kwargs={})
+    outcome = dask_training._fit_distributed(client, SmartClassifier, params, X, y, fit_kwargs={})
     assert outcome.results[0].digest == outcome.results[1].digest
     booster = DaskSmartClassifier(client=client, **params).fit(X, y).booster_
     leaves = booster.predict(Xn, pred_leaf=True)
@@ -280,5 +281,5 @@ def test_watch_fails_a_worker_without_progress_within_time_out(client, workers):
     future = client.submit(time.sleep, 3, workers=[workers[0]], pure=False)
     start = time.monotonic()
     with pytest.raises(DaskTrainingError, match="made no progress for 1 s"):
-        smart_dask._watch(client, {workers[0]: future}, 1.0, "smart-lgbm-test-no-heartbeat")
+        dask_training._watch(client, {workers[0]: future}, 1.0, "smart-lgbm-test-no-heartbeat")
     assert time.monotonic() - start < 3.0

@@ -92,7 +92,7 @@ def test_voting_parallel_trains_like_lightgbm_dask(client):
 
 @pytest.mark.parametrize("step", ["_compute_in_place", "Network"])  # placing partitions; after survey and ports
 def test_closing_the_client_during_fit_fails_clearly_and_the_cluster_stays_usable(cluster, monkeypatch, step):
-    from smart_lgbm import dask as smart_dask
+    from smart_lgbm.dask import training as smart_dask  # (where the fit calls them)
 
     _, _, X, y = _data()
     client = Client(cluster)

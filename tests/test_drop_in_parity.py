@@ -13,7 +13,7 @@ import pytest
 
 import smart_lgbm as sl
 from smart_lgbm._lightgbm import split_model_string
-from smart_lgbm._param_roles import REFUSED_OBJECTIVES
+from smart_lgbm._engine.param_roles import REFUSED_OBJECTIVES
 from smart_lgbm.losses import BinaryLogloss, CrossEntropy, Huber, Target
 
 BASE = {"verbosity": -1, "num_threads": 1, "num_leaves": 7}

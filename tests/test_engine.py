@@ -463,7 +463,7 @@ def test_run_is_released_before_the_final_model_and_env_model_still_answers(a9a_
     # The engine frees its training structures (tree-fitting Booster, own binned Dataset,
     # bin codes) before it loads the final model, the process's peak memory on small data.
     # The returned model, and an env.model a callback keeps, must not notice.
-    from smart_lgbm.boosting import BoostingRun
+    from smart_lgbm._engine.run import BoostingRun
 
     (X, y), (Xt, yt) = a9a_small
     states = []
@@ -471,7 +471,7 @@ def test_run_is_released_before_the_final_model_and_env_model_still_answers(a9a_
 
     def spy_model_string(self, num_trees=None, parameters=None, metric=None):
         if parameters is not None:  # the final model's text
-            states.append((bool(self.fitter.handle), self.train.data.handle, self.train.walk, self.fused))
+            states.append((bool(self.fitter.handle), self.train.data.handle, self.train.walk, self.sweep))
         return model_string(self, num_trees, parameters, metric)
 
     monkeypatch.setattr(BoostingRun, "model_string", spy_model_string)

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import smart_lgbm as sl
-from smart_lgbm import update_plan as up
+from smart_lgbm._engine import update_plan as up
 from smart_lgbm._lightgbm import OneIterationBooster
 from smart_lgbm.samplers import Sample, Sampler
 

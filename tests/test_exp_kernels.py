@@ -9,9 +9,10 @@ import numba
 import numpy as np
 import pytest
 
-from smart_lgbm import _fused_kernels as fk
+from smart_lgbm._engine import _sweep_kernels as fk
 from smart_lgbm.losses import _exp_kernels as ek
-from smart_lgbm.samplers import compiled
+from smart_lgbm._numba import kernel_constants as kc
+from smart_lgbm.samplers import rate_solve
 
 # (the platform rule, not libm_is_reproduced: a library that disagrees must fail here, not skip)
 needs_agreement = pytest.mark.skipif(not ek.platform_rule(),
@@ -101,7 +102,7 @@ def test_probes_hold_inputs_where_the_shift_rounding_matters() -> None:
     assert split > 0
 
 
-@pytest.mark.parametrize("n", [5_000, 3 * compiled.BLOCK + 123])
+@pytest.mark.parametrize("n", [5_000, 3 * kc.BLOCK + 123])
 @pytest.mark.parametrize("weighted", [False, True])
 def test_binary_sweep_same_bits_with_either_exp(n: int, weighted: bool) -> None:
     rng = np.random.default_rng(n + weighted)
@@ -112,13 +113,13 @@ def test_binary_sweep_same_bits_with_either_exp(n: int, weighted: bool) -> None:
     raw[where] = specials
     sign = np.where(rng.random(n) < 0.4, 1, -1).astype(np.int8)
     weight = rng.uniform(0.5, 2.0, n) if weighted else np.empty(0)
-    nb = compiled.n_blocks(n)
+    nb = rate_solve.n_blocks(n)
     out = {}
     for fast in (False, True):
         grad, hess = np.empty(n, np.float32), np.empty(n, np.float32)
         blocks = np.zeros(nb), np.zeros(nb, np.int64), np.zeros(nb, np.int64), np.zeros(nb)
-        fk.one_column(n, raw, fk.BINARY, sign, np.empty(0), weight, 1.0, grad, hess, compiled.STATS_SCAN,
-                      compiled.FIRST, *blocks, np.zeros((nb, 2)), numba.get_num_threads(), fast)
+        fk.one_column(n, raw, fk.BINARY, sign, np.empty(0), weight, 1.0, grad, hess, kc.STATS_SCAN,
+                      kc.FIRST, *blocks, np.zeros((nb, 2)), numba.get_num_threads(), fast)
         out[fast] = (grad, hess, *blocks)
     for a, b in zip(out[False], out[True], strict=True):
         assert np.array_equal(a.view(np.uint8), b.view(np.uint8))

@@ -1,5 +1,5 @@
-"""The fused pass (smart_lgbm.fused): taken by the built-in losses and samplers, and the same
-model byte for byte as the unfused path, at any number of threads."""
+"""The gradient sweep, the fused path (smart_lgbm._engine.sweep): taken by the built-in losses and
+samplers, and the same model byte for byte as the unfused path, at any number of threads."""
 
 from __future__ import annotations
 
@@ -10,11 +10,13 @@ import pytest
 
 import smart_lgbm as sl
 from smart_lgbm import _lightgbm as L
-from smart_lgbm import fused
+from smart_lgbm._engine import sweep as fused
 from smart_lgbm.losses.base import Loss
 from smart_lgbm.losses.binary import BinaryLogloss
-from smart_lgbm.samplers import compiled
-from smart_lgbm.walk import CodeBook, Forest, RawFeatures
+from smart_lgbm._engine.walk import CodeBook, Forest, RawFeatures
+from smart_lgbm._numba import kernel_constants as kc
+from smart_lgbm.samplers import rate_solve
+from smart_lgbm.samplers import _rate_solve_kernels as rsk
 
 N = 40_000  # three reduction blocks of 16,384 rows, the last one partial
 BASE = {"num_leaves": 15, "learning_rate": 0.2, "verbosity": -1, "seed": 7, "min_data_in_leaf": 5}
@@ -100,7 +102,7 @@ def gradient_calls(monkeypatch):
 def test_builtins_take_the_fused_path(name, gradient_calls):
     X, y, w = _data("binary", n=5000)
     _train({**BASE, "objective": "binary"}, X, y, w, SAMPLERS[name](), 6)
-    assert len(gradient_calls) == 1  # the first iteration's only; the fused pass did the rest
+    assert len(gradient_calls) == 0  # the sweep computed every iteration's, the first one's too
 
 
 def test_user_losses_and_samplers_take_the_unfused_path(gradient_calls):
@@ -126,8 +128,8 @@ def test_user_losses_and_samplers_take_the_unfused_path(gradient_calls):
 def test_plan_needs_codes_and_declarations():
     X, y, w = _data("binary", n=100)
     target = sl.losses.base.Target(y)
-    assert fused.plan(BinaryLogloss(), sl.FirstOrder(), target, None, 100, 1) is None  # raw walk / none
-    assert fused.plan(BinaryLogloss(), sl.LossBased(), target, None, 100, 1) is None
+    assert fused.sweep_for(BinaryLogloss(), sl.FirstOrder(), target, None, 100, 1) is None  # raw walk / none
+    assert fused.sweep_for(BinaryLogloss(), sl.LossBased(), target, None, 100, 1) is None
 
 
 @pytest.mark.parametrize("name", ["first", "mvs", "uniform"])
@@ -154,56 +156,55 @@ def test_fused_statistics_are_the_scan_passes_values():
     booster = lgb.train({"objective": "binary", "verbosity": -1, "num_leaves": 15}, ds, 1)
     forest = book.coded_forest(Forest.from_tree_texts(L.tree_bodies(booster.model_to_string())))
     target = sl.losses.base.Target(y)
-    for sampler, kind in ((sl.FirstOrder(), compiled.FIRST), (sl.SecondOrder(), compiled.SECOND), (sl.MVS(), None)):
-        run = fused.plan(BinaryLogloss(), sampler, target, codes, N, 1)
+    for sampler, kind in ((sl.FirstOrder(), kc.FIRST), (sl.SecondOrder(), kc.SECOND), (sl.MVS(), None)):
+        run = fused.sweep_for(BinaryLogloss(), sampler, target, codes, N, 1)
         scores = np.zeros((N, 1))
         grad, hess = np.empty(N, np.float32), np.empty(N, np.float32)
-        stats = run.run(codes, forest, scores, None, grad, hess)
+        stats = run.walk(codes, forest, scores, None, grad, hess).statistics
         g2, h2 = np.empty(N, np.float32), np.empty(N, np.float32)
         BinaryLogloss().compute_gradients(scores[:, 0], target, g2, h2)
         assert grad.tobytes() == g2.tobytes() and hess.tobytes() == h2.tobytes()
         g, h = grad.reshape(N, 1), hess.reshape(N, 1)
         if kind is None:
-            assert compiled.mvs_lambda(g, h, stats) == compiled.mvs_lambda(g, h)
+            assert rate_solve.mvs_lambda(g, h, stats) == rate_solve.mvs_lambda(g, h)
             continue
-        imp = compiled.Importance(kind, N, g, h)
+        imp = rate_solve.Importance(kind, N, g, h)
         for want_sum in (True, False):
-            assert compiled._scan(imp, "x", want_sum, stats) == compiled._scan(imp, "x", want_sum)
+            assert rate_solve._scan(imp, "x", want_sum, stats) == rate_solve._scan(imp, "x", want_sum)
 
 
 
 @pytest.mark.parametrize("threads", [1, 2, 3])
-@pytest.mark.parametrize("kind", [compiled.FIRST, compiled.SECOND])
+@pytest.mark.parametrize("kind", [kc.FIRST, kc.SECOND])
 def test_grouped_statistics_equal_the_scan_kernel_per_block(kind, threads):
     """``one_column`` forms the SCAN statistics of whole groups of blocks side by side: every
     block's values (and the g, h) are still those the sampler's scan kernel forms for it,
     whichever thread and group take it, also for a block holding a NaN gradient (scanned
     again exactly) and the partial last block."""
-    from smart_lgbm import _fused_kernels as fk
-    from smart_lgbm.samplers import _kernels as sk
+    from smart_lgbm._engine import _sweep_kernels as fk
 
-    block = compiled.BLOCK
+    block = kc.BLOCK
     n = 9 * block + 5_000  # two full groups on one thread and block by block tails, at 1 to 3 threads
     rng = np.random.default_rng(11)
     raw = rng.normal(scale=3.0, size=n)
     raw[2 * block + 17] = np.nan  # a bad gradient inside a full group's block
     sign = np.where(rng.random(n) < 0.4, 1, -1).astype(np.int8)
-    nb = compiled.n_blocks(n)
+    nb = rate_solve.n_blocks(n)
     empty = np.empty(0)
     before = numba.get_num_threads()
     try:
         numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
         grad, hess = np.empty(n, np.float32), np.empty(n, np.float32)
         blocks = np.zeros(nb), np.zeros(nb, np.int64), np.zeros(nb, np.int64), np.zeros(nb)
-        fk.one_column(n, raw, fk.BINARY, sign, empty, empty, 1.0, grad, hess, compiled.STATS_SCAN, kind, *blocks,
+        fk.one_column(n, raw, fk.BINARY, sign, empty, empty, 1.0, grad, hess, kc.STATS_SCAN, kind, *blocks,
                       np.zeros((nb, 2)), numba.get_num_threads(), fk.fast_exp())
     finally:
         numba.set_num_threads(before)
     g2, h2 = np.empty(n, np.float32), np.empty(n, np.float32)
     BinaryLogloss().compute_gradients(raw, sl.losses.base.Target(np.where(sign > 0, 1.0, 0.0)), g2, h2)
     assert grad.tobytes() == g2.tobytes() and hess.tobytes() == h2.tobytes()
-    bmax, bpos, bbad, bexp, bsum = compiled.scan_blocks(n)
-    sk.scan(compiled.KIND_MARKERS[kind], n, grad.reshape(n, 1), hess.reshape(n, 1), empty, 0.0, True, True,
+    bmax, bpos, bbad, bexp, bsum = rate_solve.scan_blocks(n)
+    rsk.scan(kc.KIND_MARKERS[kind], n, grad.reshape(n, 1), hess.reshape(n, 1), empty, 0.0, True, True,
             bmax, bpos, bbad, bexp, bsum)
     assert blocks[2][2] == 1  # the NaN block's bad count: its fast loop did not settle it
     for mine, reference in zip(blocks, (bmax, bpos, bbad, bsum), strict=True):

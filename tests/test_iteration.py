@@ -1,7 +1,7 @@
-"""One draw for every way of training (smart_lgbm.iteration, issue #20 item 4).
+"""One draw for every way of training (smart_lgbm._engine.draw).
 
 The engine, SmartObjective (lightgbm.train, lightgbm.cv, LightGBM's scikit-learn
-estimators) and the Dask workers all draw through :func:`smart_lgbm.iteration.draw_iteration`,
+estimators) and the Dask workers all draw through :func:`smart_lgbm._engine.draw.draw_iteration`,
 so a malformed sample from a user sampler is refused on every path with the same message,
 never fitted silently.
 """
@@ -15,8 +15,9 @@ import numpy as np
 import pytest
 
 import smart_lgbm as sl
-from smart_lgbm import boosting, objective
-from smart_lgbm.iteration import check_sample, draw_iteration, draw_key, stream_rng
+from smart_lgbm._engine import run as boosting
+from smart_lgbm import objective
+from smart_lgbm._engine.draw import Gradients, check_sample, draw_iteration, draw_key, stream_rng
 from smart_lgbm.losses import BinaryLogloss, Target
 from smart_lgbm.samplers import GradientHistory, Sample, Sampler, SamplingState
 
@@ -106,33 +107,38 @@ class CountingLoss(BinaryLogloss):
         super().compute_gradients(raw, target, grad, hess)
 
 
-def test_draw_iteration_computes_draws_checks_and_then_keeps_the_history():
+def _gradients(loss, raw, target):
+    """Every row's float32 g, h at ``raw``, as the engine hands them to draw_iteration."""
+    grad, hess = np.empty(raw.shape, np.float32), np.empty(raw.shape, np.float32)
+    loss.compute_gradients(raw, target, grad, hess)
+    return grad, hess
+
+
+def test_draw_iteration_draws_from_the_gradients_checks_and_then_keeps_the_history():
     rng = np.random.default_rng(0)
     n = 500
     raw = rng.normal(size=n)
     target = Target(label=(rng.random(n) < 0.5).astype(float))
     loss, sampler, history = CountingLoss(), Recording(), GradientHistory(maxlen=2)
-    grad, hess = np.empty(n, np.float32), np.empty(n, np.float32)
+    grad, hess = _gradients(BinaryLogloss(), raw, target)
     CountingLoss.calls = 0
-    sample = draw_iteration(loss, sampler, target, history, raw, grad, hess, iteration=3, seed=5, stream=1)
-    assert CountingLoss.calls == 1
-    # the loss's float32 gradients, the sampler's draw with the stream's generator
-    g, h = np.empty(n, np.float32), np.empty(n, np.float32)
-    BinaryLogloss().compute_gradients(raw, target, g, h)
-    np.testing.assert_array_equal(grad, g)
-    expected = Recording().sample(SamplingState(3, g, h, raw, loss, target, GradientHistory()), stream_rng(5, 3, 1))
+    sample = draw_iteration(sampler, Gradients(grad, hess), loss=loss, target=target, history=history, raw=raw,
+                            iteration=3, seed=5, stream=1)
+    assert CountingLoss.calls == 0  # the gradients given are the ones drawn from: no loss call
+    # the sampler's draw with the stream's generator
+    expected = Recording().sample(SamplingState(3, grad, hess, raw, loss, target, GradientHistory()),
+                                  stream_rng(5, 3, 1))
     np.testing.assert_array_equal(sample.indices, expected.indices)
     np.testing.assert_array_equal(sample.grad, expected.grad)
     # the sampler saw the earlier iterations only; this one's gradients are kept after the draw
     assert sampler.seen == [(0, None)]
-    np.testing.assert_array_equal(history.gradient(1), g)
+    np.testing.assert_array_equal(history.gradient(1), grad)
 
-    # gradients_ready: the buffers already hold g, h (the engine's fused pass); the loss is
-    # not called and the statistics reach the sampler
+    # the gradient sweep's statistics reach the sampler with the gradients they came from
     marker = object()
-    draw_iteration(loss, sampler, target, history, raw, grad, hess, iteration=4, seed=5, gradients_ready=True,
-                   statistics=marker)
-    assert CountingLoss.calls == 1 and sampler.seen[-1] == (1, marker)
+    draw_iteration(sampler, Gradients(grad, hess, marker), loss=loss, target=target, history=history, raw=raw,
+                   iteration=4, seed=5)
+    assert CountingLoss.calls == 0 and sampler.seen[-1] == (1, marker)
     assert len(history.gradients) == 2
 
 
@@ -142,8 +148,8 @@ def test_a_refused_sample_leaves_the_history_unchanged():
     target = Target(label=np.tile([0.0, 1.0], n // 2))
     history = GradientHistory(maxlen=1)
     with pytest.raises(ValueError, match="not sorted"):
-        draw_iteration(BinaryLogloss(), Spoiled("unsorted"), target, history, raw, np.empty(n, np.float32),
-                       np.empty(n, np.float32), iteration=0, seed=0)
+        draw_iteration(Spoiled("unsorted"), Gradients(*_gradients(BinaryLogloss(), raw, target)),
+                       loss=BinaryLogloss(), target=target, history=history, raw=raw, iteration=0, seed=0)
     assert history.gradients == ()
 
 
@@ -170,7 +176,7 @@ def test_the_engine_and_smart_objective_draw_through_draw_iteration(monkeypatch,
 def test_the_compiled_sample_check_answers_as_the_numpy_checks():
     """check_sample's one-pass kernel (float32 (m,) samples) passes exactly the samples the
     numpy checks pass; any other goes on to those checks and their messages."""
-    from smart_lgbm import _iteration_kernels
+    from smart_lgbm._engine import _draw_kernels as _iteration_kernels
 
     rng = np.random.default_rng(3)
     n = 1000
@@ -290,10 +296,11 @@ def test_builtin_draws_through_draw_iteration_equal_the_draw_with_the_generator(
     raw = rng.normal(size=n)
     target = Target(label=(rng.random(n) < 0.5).astype(float))
     loss = BinaryLogloss()
+    assert make().draws_from_key  # declared by the built-in draw
     for stream in (None, 2):
-        grad, hess = np.empty(n, np.float32), np.empty(n, np.float32)
-        sample = draw_iteration(loss, make(), target, GradientHistory(maxlen=2), raw, grad, hess, iteration=6,
-                                seed=9, stream=stream)
+        grad, hess = _gradients(loss, raw, target)
+        sample = draw_iteration(make(), Gradients(grad, hess), loss=loss, target=target,
+                                history=GradientHistory(maxlen=2), raw=raw, iteration=6, seed=9, stream=stream)
         state = SamplingState(6, grad, hess, raw, loss, target, GradientHistory(maxlen=2))
         expected = make().sample(state, stream_rng(9, 6, stream))
         for a, b in ((sample.indices, expected.indices), (sample.grad, expected.grad), (sample.hess, expected.hess)):
@@ -305,7 +312,7 @@ def test_builtin_draws_through_draw_iteration_equal_the_draw_with_the_generator(
             seen.append(rng)
             return super().sample(state, rng)
 
-    grad, hess = np.empty(n, np.float32), np.empty(n, np.float32)
-    draw_iteration(loss, Overriding(rate=make().rate), target,
-                   GradientHistory(maxlen=2), raw, grad, hess, iteration=6, seed=9)
+    assert not Overriding(rate=make().rate).draws_from_key  # its own sample(): the generator
+    draw_iteration(Overriding(rate=make().rate), Gradients(*_gradients(loss, raw, target)), loss=loss, target=target,
+                   history=GradientHistory(maxlen=2), raw=raw, iteration=6, seed=9)
     assert isinstance(seen[0], np.random.Generator)

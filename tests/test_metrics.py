@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 from smart_lgbm.losses import Target
-from smart_lgbm.metrics import Evaluator
-from smart_lgbm.params import canonicalize, resolve_loss
+from smart_lgbm._engine import evaluator_for
+from smart_lgbm._engine import canonicalize, resolve_loss
 
 F32 = np.float32
 
@@ -30,7 +30,7 @@ def as_lightgbm_stores(values):
 def ours(params, raw, y, weight=None, group=None):
     p = canonicalize(params)
     target = Target(label=as_lightgbm_stores(y), weight=as_lightgbm_stores(weight), group=group)
-    return [(name, value, higher) for name, value, higher in Evaluator(p, resolve_loss(p)).evaluate(raw, target)]
+    return [(name, value, higher) for name, value, higher in evaluator_for(p, resolve_loss(p)).evaluate(raw, target)]
 
 
 def stock_and_ours(params, train, valid, rounds=8):
@@ -257,7 +257,7 @@ def test_bad_metric_parameters_are_refused_early(params, error, match):
     p = canonicalize(params)
     loss = resolve_loss(dict(p, label_gain=None) if "label_gain" in p else p)
     with pytest.raises(error, match=match):
-        Evaluator(p, loss)
+        evaluator_for(p, loss)
 
 
 @pytest.mark.parametrize(
@@ -281,10 +281,10 @@ def test_data_a_metric_cannot_use_is_refused(params, y, weight, group, match):
 def test_evaluator_takes_a_parameter_mapping():
     from smart_lgbm.losses import BinaryLogloss
 
-    assert Evaluator({"metric": ["auc", "map"], "eval_at": [5, 2]}, BinaryLogloss()).output_names == [
+    assert evaluator_for({"metric": ["auc", "map"], "eval_at": [5, 2]}, BinaryLogloss()).output_names == [
         "auc", "map@2", "map@5"]
     with pytest.raises(TypeError, match="params must be a mapping"):
-        Evaluator("auc", BinaryLogloss())
+        evaluator_for("auc", BinaryLogloss())
 
 
 def test_engine_validation_ndcg_is_weighted_like_lightgbm():

@@ -1,6 +1,6 @@
-"""numba's runtime functions from a cached object file (smart_lgbm._numba_runtime): the first
-process compiles and writes it, later ones load it, a damaged file falls back, and the
-models do not change."""
+"""numba's runtime functions from a cached object file (smart_lgbm._numba.runtime): the first
+process compiles and writes it, later ones load it, a damaged file falls back, the models do
+not change, and numba behaves for other code exactly as without smart_lgbm."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ import stat
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -21,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import lightgbm as lgb
 import smart_lgbm as sl
-from smart_lgbm import _numba_runtime
+from smart_lgbm._numba import runtime as _numba_runtime
 from numba.core.runtime import nrtdynmod
 
 path, forbid = Path(sys.argv[1]), sys.argv[2] == "1"
@@ -52,14 +54,74 @@ def _child(path: Path, forbid: bool) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def test_installed_at_import():
-    import smart_lgbm  # noqa: F401
-    from numba.core.runtime import nrtdynmod
+# A user's own compiled function, before and after importing smart_lgbm and training: numba's
+# runtime compile is numba's own at every point (smart_lgbm routes it through its file only
+# while it sets the runtime up, and only when nothing else did first), and the function gives
+# the same results.  FIRST: the user's function runs before smart_lgbm is even imported.
+_USER = """
+import json, sys
+import numpy as np
+import numba
+from numba.core.runtime import nrt, nrtdynmod
 
-    from smart_lgbm import _numba_runtime
+original = nrtdynmod.compile_nrt_functions
+first = sys.argv[1] == "1"
 
-    assert _numba_runtime.install()
-    assert nrtdynmod.compile_nrt_functions is _numba_runtime._compile_or_load
+@numba.njit
+def user(n):  # allocates: needs numba's runtime
+    return np.arange(n).sum() + np.ones(3).sum()
+
+seen = {}
+if first:
+    seen["before import"] = int(user(10))
+import smart_lgbm as sl
+import lightgbm as lgb
+same_after_import = nrtdynmod.compile_nrt_functions is original
+initialised_by_import = nrt.rtsys._init and not first
+seen["after import"] = int(user(11))
+rng = np.random.default_rng(0)
+X = rng.normal(size=(400, 5))
+y = (X[:, 0] + rng.normal(size=400) > 0).astype(float)
+sl.train({"objective": "binary", "num_leaves": 7, "verbosity": -1, "num_threads": 1}, lgb.Dataset(X, y), 3,
+         sampler=sl.FirstOrder(rate=0.5))
+seen["after training"] = int(user(12))
+
+@numba.njit
+def later(n):  # compiled after the training
+    return np.arange(n).sum()
+
+print(json.dumps({"seen": seen, "later": int(later(5)), "same_after_import": same_after_import,
+                  "same_after_training": nrtdynmod.compile_nrt_functions is original,
+                  "initialised_by_import": bool(initialised_by_import)}))
+"""
+
+
+@pytest.mark.parametrize("user_first", [False, True])
+def test_a_users_own_njit_function_behaves_the_same_before_and_after_import_and_training(user_first):
+    out = subprocess.run([sys.executable, "-c", _USER, "1" if user_first else "0"], cwd=ROOT, capture_output=True,
+                         text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    expected = {"after import": 58, "after training": 69, **({"before import": 48} if user_first else {})}
+    assert result["seen"] == expected and result["later"] == 10
+    assert result["same_after_import"] and result["same_after_training"]
+    assert not result["initialised_by_import"]  # importing smart_lgbm sets nothing of numba's up
+
+
+def test_load_cached_routes_the_compile_only_while_it_runs(monkeypatch):
+    from numba.core.runtime import nrt, nrtdynmod
+
+    from smart_lgbm._numba import runtime
+
+    original = nrtdynmod.compile_nrt_functions
+    monkeypatch.setattr(runtime, "_LOADED", False)
+    seen = []
+    monkeypatch.setattr(nrt.rtsys, "initialize", lambda context: seen.append(nrtdynmod.compile_nrt_functions))
+    monkeypatch.setattr(nrt.rtsys, "_init", False, raising=False)
+    assert runtime.load_cached()
+    assert seen == [runtime._compile_or_load]  # the file's loader while numba sets its runtime up
+    assert nrtdynmod.compile_nrt_functions is original  # numba's own again afterwards
+    assert not runtime.load_cached()  # once per process
 
 
 def test_first_process_writes_the_runtime_later_ones_load_it_same_model(tmp_path):
@@ -88,7 +150,7 @@ def test_a_damaged_file_falls_back_to_compiling_and_is_rewritten(tmp_path):
 def test_cache_folder_is_numbas_choice(tmp_path, monkeypatch):
     import numba
 
-    from smart_lgbm import _numba_runtime
+    from smart_lgbm._numba import runtime as _numba_runtime
 
     monkeypatch.setattr(numba.config, "CACHE_DIR", str(tmp_path), raising=False)
     assert _numba_runtime.cache_folder() == tmp_path

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import smart_lgbm as sl
-from smart_lgbm.iteration import iteration_rng, stream_rng
+from smart_lgbm._engine.draw import iteration_rng, stream_rng
 from smart_lgbm.losses import BinaryLogloss, Target
 from smart_lgbm.samplers import GradientHistory, SamplingState
 

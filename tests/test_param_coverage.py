@@ -14,7 +14,7 @@ with one non-default value.  Where the engine accepts it and stock does too:
 
 Where stock refuses a value, the engine must refuse it too.
 
-The engine's role table (``smart_lgbm/_param_roles.py``) is checked against LightGBM's list
+The engine's role table (``smart_lgbm/_engine/param_roles.py``) is checked against LightGBM's list
 too: it names only LightGBM main parameters, and every parameter it says defines the loss or
 the metrics is refused by a ``reset_parameter`` callback mid-run, naming it.
 """
@@ -31,7 +31,7 @@ import pytest
 
 import smart_lgbm as sl
 from smart_lgbm._lightgbm import param_aliases, split_model_string
-from smart_lgbm._param_roles import LOSS_AND_METRIC_PARAMS, RANDOM_TREE_PARAMS, ROLES, TREE_SEEDS
+from smart_lgbm._engine.param_roles import LOSS_AND_METRIC_PARAMS, RANDOM_TREE_PARAMS, ROLES, TREE_SEEDS
 
 N, F, CAT = 600, 6, 5
 RANK = {"lambdarank_truncation_level", "lambdarank_norm", "label_gain", "lambdarank_position_bias_regularization",

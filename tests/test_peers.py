@@ -16,7 +16,7 @@ from smart_lgbm.compare.config import ConfigError, load_config
 from smart_lgbm.compare.data import load_data
 from smart_lgbm.compare.methods import RunRecord, method_seeds, run_method
 from smart_lgbm.compare.peers import library_params
-from smart_lgbm.params import canonicalize
+from smart_lgbm._engine.params import canonicalize
 
 HAVE_XGBOOST = importlib.util.find_spec("xgboost") is not None
 HAVE_CATBOOST = importlib.util.find_spec("catboost") is not None

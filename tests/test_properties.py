@@ -42,8 +42,8 @@ from hypothesis import strategies as st  # noqa: E402
 
 import smart_lgbm as sl  # noqa: E402
 from smart_lgbm._lightgbm import leaf_values_of, split_model_string  # noqa: E402
-from smart_lgbm._twins import parallel_from  # noqa: E402
-from smart_lgbm.params import canonicalize, resolve_loss  # noqa: E402
+from smart_lgbm._engine import canonicalize, resolve_loss  # noqa: E402
+from smart_lgbm._numba.row_kernel import parallel_from  # noqa: E402
 
 #: Row counts at and around the kernels' block edges (the walk's 32-, 64-, 128- and 1024-row
 #: blocks), with any small count between them

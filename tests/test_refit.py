@@ -1,4 +1,4 @@
-"""Leaf values refitted on every training row (``refit_leaves``, :mod:`smart_lgbm.refit`):
+"""Leaf values refitted on every training row (``refit_leaves``, :mod:`smart_lgbm._engine.refit`):
 each leaf's value is LightGBM's Newton step from the sums of all its rows, the tracked scores
 are the saved model's, fused equals unfused, and the run is the same at any thread count."""
 
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import smart_lgbm as sl
-from smart_lgbm import refit
+from smart_lgbm._engine import refit
 from smart_lgbm.samplers import Sampler
 
 N = 40_000  # three of the refit sums' blocks of 16,384 rows, the last one partial
@@ -197,7 +197,7 @@ def test_bad_values_and_the_custom_objective_are_refused():
 def _iteration_trees(num_leaves: int):
     """The last iteration's 3 trees of a multiclass booster, its data's codes and book."""
     from smart_lgbm import _lightgbm as L
-    from smart_lgbm.walk import CodeBook, Forest, RawFeatures
+    from smart_lgbm._engine.walk import CodeBook, Forest, RawFeatures
 
     X, y = _data("multiclass")
     ds = lgb.Dataset(X, y, params={"verbosity": -1, "min_data_in_leaf": 5}).construct()
@@ -211,8 +211,8 @@ def _iteration_trees(num_leaves: int):
 def test_the_one_pass_walk_and_sums_equal_the_walk_then_the_sums():
     """``walk_leaf_sums`` (the bitmask walk with the sums in the same pass) writes the walk's
     leaves and the doubles ``leaf_sums`` gives from them, over several blocks, at either twin."""
-    from smart_lgbm import _refit_kernels
-    from smart_lgbm.walk import add_coded_outputs
+    from smart_lgbm._engine import _refit_kernels
+    from smart_lgbm._engine.walk import add_coded_outputs
 
     texts, forest, book, codes = _iteration_trees(31)
     coded = book.coded_forest(forest)
@@ -252,7 +252,7 @@ def test_patched_forests_equal_the_rewritten_texts_parsed(num_leaves):
     """The refit's trees are patched with their new values, not parsed and coded again: the
     patched forest and coded forest equal those of the rewritten texts, array for array."""
     from smart_lgbm import _lightgbm as L
-    from smart_lgbm.walk import Forest
+    from smart_lgbm._engine.walk import Forest
 
     texts, forest, book, _ = _iteration_trees(num_leaves)
     rng = np.random.default_rng(4)

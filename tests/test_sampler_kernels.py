@@ -9,6 +9,13 @@ import pytest
 from smart_lgbm import MVS, FirstOrder, Full, LossBased, ProbabilitySampler, SecondOrder, Uniform, WeightTrimming
 from smart_lgbm.losses import BinaryLogloss, SquaredError, Target
 from smart_lgbm.samplers import GradientHistory, SamplingState, regularised_gradient, solve_rho
+from smart_lgbm.samplers import buffers
+from smart_lgbm.samplers import _draw_kernels as drk
+from smart_lgbm.samplers import _importance_kernels as imk
+from smart_lgbm._numba import kernel_constants as kc
+from smart_lgbm.samplers import rate_solve
+from smart_lgbm.samplers import _rate_solve_kernels as rsk
+from smart_lgbm.samplers import draw as sampler_draw
 
 
 def _state(grad, hess, raw=None, history=None, loss=None, label=None, iteration=3):
@@ -158,9 +165,8 @@ SPECTRA = {
 def test_solve_rho_hits_the_target_on_hard_spectra(spectrum, histogram, monkeypatch):
     # the solve brackets with a histogram from _HISTOGRAM_ROWS rows on, and goes straight to
     # its capping rounds below: both paths must hit the target exactly
-    from smart_lgbm.samplers import compiled
 
-    monkeypatch.setattr(compiled, "_HISTOGRAM_ROWS", 0 if histogram else 1 << 40)
+    monkeypatch.setattr(rate_solve, "_HISTOGRAM_ROWS", 0 if histogram else 1 << 40)
     s = SPECTRA[spectrum](np.random.default_rng(0), 30_000)
     n_pos = int(np.count_nonzero(s))
     for frac in (0.001, 0.05, 0.3, 0.8):
@@ -175,15 +181,14 @@ def test_solve_rho_hits_the_target_on_hard_spectra(spectrum, histogram, monkeypa
 def test_a_starting_guess_gives_the_same_rho_bit_for_bit(spectrum):
     # the sampler starts each solve from the previous iteration's rho: whatever the guess
     # (near, above, far above, below the root, out of range), the answer is the cold solve's
-    from smart_lgbm.samplers import compiled
 
     s = SPECTRA[spectrum](np.random.default_rng(1), 20_000)
     for rate in (0.01, 0.1, 0.3, 0.8):
-        imp = compiled.buffer_importance(s, s.shape[0], "test")
-        cold = compiled.solve(imp, rate, None, "test")
+        imp = rate_solve.buffer_importance(s, s.shape[0], "test")
+        cold = rate_solve.solve(imp, rate, None, "test")
         assert cold.solved_rho is not None or cold.rho == np.inf
         for factor in (1.0, 1.0001, 0.97, 1.3, 2.0, 1e3, 1e300, 1e-5):
-            warm = compiled.solve(imp, rate, None, "test", start=(cold.solved_rho or 1.0) * factor)
+            warm = rate_solve.solve(imp, rate, None, "test", start=(cold.solved_rho or 1.0) * factor)
             assert (warm.c1, warm.c2, warm.rho) == (cold.c1, cold.c2, cold.rho), (rate, factor)
 
 
@@ -197,29 +202,27 @@ CONTINUOUS = {"pareto0.5", "lognormal6", "gradients_t1.5", "gradients_normal"}
 def _importances_of(spectrum, rng):
     """One spectrum as each kind of importance the solve sees: a user's float64 buffer,
     FirstOrder's ``|g|`` and SecondOrder's ``h`` over float32 rows, MVS over float32 ``g, h``."""
-    from smart_lgbm.samplers import compiled
 
     n = spectrum.shape[0]
     s32 = spectrum.astype(np.float32)
-    g = compiled.as_rows(s32 * np.where(rng.random(n) < 0.5, -1, 1).astype(np.float32))
-    h = compiled.as_rows((rng.gamma(0.5, size=n) + 1e-3).astype(np.float32))
-    return {"buffer": compiled.buffer_importance(spectrum, n, "test"),
-            "first_order": compiled.Importance(compiled.FIRST, n, g, h),
-            "second_order": compiled.Importance(compiled.SECOND, n, g, compiled.as_rows(s32)),
-            "mvs": compiled.Importance(compiled.MVS, n, g, h, lam=compiled.mvs_lambda(g, h))}
+    g = buffers.as_rows(s32 * np.where(rng.random(n) < 0.5, -1, 1).astype(np.float32))
+    h = buffers.as_rows((rng.gamma(0.5, size=n) + 1e-3).astype(np.float32))
+    return {"buffer": rate_solve.buffer_importance(spectrum, n, "test"),
+            "first_order": rate_solve.Importance(kc.FIRST, n, g, h),
+            "second_order": rate_solve.Importance(kc.SECOND, n, g, buffers.as_rows(s32)),
+            "mvs": rate_solve.Importance(kc.MVS, n, g, h, lam=rate_solve.mvs_lambda(g, h))}
 
 
 @pytest.mark.parametrize("spectrum", sorted(GUESS_SPECTRA))
 def test_a_guess_at_histogram_sizes_gives_the_cold_solves_rho_bit_for_bit(spectrum, monkeypatch):
     # from _HISTOGRAM_ROWS rows on, the previous iteration's rho is tried first
-    # (compiled._settle_from_guess: a window pass and one capping round instead of the
+    # (rate_solve._settle_from_guess: a window pass and one capping round instead of the
     # histogram and its rounds); whatever the guess, the importances' drift since it, the
     # kind and the rate, the answer must be the cold solve's double
-    from smart_lgbm.samplers import compiled
 
-    monkeypatch.setattr(compiled, "_HISTOGRAM_ROWS", 0)  # the histogram path at a test's size
+    monkeypatch.setattr(rate_solve, "_HISTOGRAM_ROWS", 0)  # the histogram path at a test's size
     settled, scanned = [], []
-    real = compiled._settle_from_guess
+    real = rate_solve._settle_from_guess
 
     def spy(*args):
         result = real(*args)
@@ -227,27 +230,27 @@ def test_a_guess_at_histogram_sizes_gives_the_cold_solves_rho_bit_for_bit(spectr
         scanned.append(args[-1] is not None)  # the window came from MVS's scan
         return result
 
-    monkeypatch.setattr(compiled, "_settle_from_guess", spy)
+    monkeypatch.setattr(rate_solve, "_settle_from_guess", spy)
     rng = np.random.default_rng(4)
-    n = 3 * compiled.BLOCK + 4321  # four blocks, the last one partial
+    n = 3 * kc.BLOCK + 4321  # four blocks, the last one partial
     base = GUESS_SPECTRA[spectrum](rng, n)
     for drift in (0.0, 1e-3, 1e-2):  # how far the importances moved since the guess's iteration
         now = np.abs(base * (1.0 + drift * rng.standard_normal(n))) if drift else base
         before, after = _importances_of(base, np.random.default_rng(9)), _importances_of(now, np.random.default_rng(9))
         for name, imp in after.items():
             for rate in (0.02, 0.2, 0.5, 0.9):
-                cold = compiled.solve(imp, rate, None, "test")
-                guesses = [compiled.solve(before[name], rate, None, "test").solved_rho]
+                cold = rate_solve.solve(imp, rate, None, "test")
+                guesses = [rate_solve.solve(before[name], rate, None, "test").solved_rho]
                 if drift == 0.0 and cold.solved_rho is not None:
                     guesses += [cold.solved_rho * f for f in (1.0001, 0.999, 0.97, 1.04, 2.0, 1e-3, 1e300)]
                 for guess in guesses:
-                    warm = compiled.solve(imp, rate, None, "test", start=guess)
+                    warm = rate_solve.solve(imp, rate, None, "test", start=guess)
                     assert (warm.c1, warm.c2, warm.rho) == (cold.c1, cold.c2, cold.rho), (name, rate, drift, guess)
                     if name == "mvs":  # the sampler's path: the scan stores the importances (and gathers
                         # the window when the previous solve, in the same workspace, capped rows)
-                        workspace = compiled.Workspace()
-                        compiled.solve(before[name], rate, None, "test", workspace=workspace)
-                        stored = compiled.solve(imp, rate, None, "test", start=guess, workspace=workspace)
+                        workspace = buffers.Workspace()
+                        rate_solve.solve(before[name], rate, None, "test", workspace=workspace)
+                        stored = rate_solve.solve(imp, rate, None, "test", start=guess, workspace=workspace)
                         assert (stored.c1, stored.c2, stored.rho) == (cold.c1, cold.c2, cold.rho)
     assert settled  # (a spectrum with capped rows at some rate)
     if spectrum in CONTINUOUS:  # without ties a guess near the root settles the solve
@@ -261,45 +264,43 @@ def _rounds_from_python(imp, m, start, max_rounds, histogram):
     must match bit for bit); ``histogram``: start from the histogram's bracket instead."""
     import math
 
-    from smart_lgbm.samplers import _kernels as k
-    from smart_lgbm.samplers import compiled
 
-    smax, n_pos, exponent, total = compiled._scan(imp, "test", True)
-    c1, c2 = k.pow2_pair(-exponent)
+    smax, n_pos, exponent, total = rate_solve._scan(imp, "test", True)
+    c1, c2 = imk.pow2_pair(-exponent)
     if m >= n_pos:
         return c1, c2, math.inf
     rho = m / total
     if rho * ((smax * c1) * c2) < 1.0:
         return c1, c2, rho
     capped = 0
-    nb = compiled.n_blocks(imp.n)
+    nb = rate_solve.n_blocks(imp.n)
     blocks = np.empty(nb, np.int64), np.empty(nb), np.empty(nb), np.empty(nb)
-    guess = compiled.scaled_start(start, exponent)
+    guess = rate_solve.scaled_start(start, exponent)
     if histogram:
         if guess is not None:
-            settled = compiled._settle_from_guess(imp, m, c1, c2, max(guess, rho), max_rounds, blocks, None)
+            settled = rate_solve._settle_from_guess(imp, m, c1, c2, max(guess, rho), max_rounds, blocks, None)
             if settled is not None:
                 return c1, c2, settled
-        count, sums = k.scaled_histogram(*imp.args(), c1, c2)
-        rho, capped, _, exact = k.bracket(count, sums, m)
+        count, sums = rsk.scaled_histogram(*imp.args(), c1, c2)
+        rho, capped, _, exact = rsk.bracket(count, sums, m)
         if exact:
             return c1, c2, rho
     elif guess is not None and guess > rho:
-        now_capped, free_sum, _, _ = k.cap_round(*imp.args(), c1, c2, guess, *blocks)
+        now_capped, free_sum, _, _ = rsk.cap_round(*imp.args(), c1, c2, guess, *blocks)
         if now_capped < m and free_sum > 0.0:
             capped = now_capped
             rho = (m - capped) / free_sum
     for _ in range(max_rounds):
         if not math.isfinite(rho) or rho <= 0.0:
             break
-        now_capped, free_sum, _, _ = k.cap_round(*imp.args(), c1, c2, rho, *blocks)
+        now_capped, free_sum, _, _ = rsk.cap_round(*imp.args(), c1, c2, rho, *blocks)
         if now_capped == capped or now_capped >= m:
             return c1, c2, rho
         if free_sum <= 0.0:
             break
         capped = now_capped
         rho = (m - capped) / free_sum
-    return c1, c2, k.sorted_rho(*imp.args(), c1, c2, m)
+    return c1, c2, rsk.sorted_rho(*imp.args(), c1, c2, m)
 
 
 #: Spectra of the compiled rounds' test: SPECTRA's, plus ties everywhere, a few large rows
@@ -316,38 +317,36 @@ def test_compiled_capping_rounds_give_the_python_loops_rho_bit_for_bit(spectrum,
     # _solve_kernels.cap_rounds runs every Newton round (from the previous rho, the cold start
     # or the histogram's bracket) in one compiled call, counting before it sums; whatever the
     # spectrum, size, kind, rate, guess or round limit, the answer is the Python loop's double
-    from smart_lgbm.samplers import compiled
 
-    monkeypatch.setattr(compiled, "_HISTOGRAM_ROWS", 0 if histogram else 1 << 40)
+    monkeypatch.setattr(rate_solve, "_HISTOGRAM_ROWS", 0 if histogram else 1 << 40)
     rng = np.random.default_rng(11)
-    for n in (1, 7, compiled.BLOCK + 100, 2 * compiled.BLOCK + 555):  # (blocks paired: a partial second, an odd one)
+    for n in (1, 7, kc.BLOCK + 100, 2 * kc.BLOCK + 555):  # (blocks paired: a partial second, an odd one)
         base = ROUND_SPECTRA[spectrum](rng, n)
         moved = np.abs(base * (1.0 + 1e-2 * rng.standard_normal(n)))  # the next iteration's importances
         for name, imp in _importances_of(moved, np.random.default_rng(3)).items():
-            smax, n_pos, exponent, total = compiled._scan(imp, "test", True)
+            smax, n_pos, exponent, total = rate_solve._scan(imp, "test", True)
             if n_pos == 0:
                 continue
             for rate in (0.01, 0.3, 0.7):
                 m = rate * n
-                cold = compiled._rate_rho(imp, m, n_pos, smax, exponent, total, 64)
+                cold = rate_solve._rate_rho(imp, m, n_pos, smax, exponent, total, 64)
                 assert cold == _rounds_from_python(imp, m, None, 64, histogram), (name, n, rate)
-                previous = compiled.solve(_importances_of(base, np.random.default_rng(3))[name], rate, None,
+                previous = rate_solve.solve(_importances_of(base, np.random.default_rng(3))[name], rate, None,
                                           "test").solved_rho
                 root = cold[2] * 2.0 ** -exponent if np.isfinite(cold[2]) else 1.0
                 for start in (previous, root, root * 1.0001, root * 0.97, root * 3.0, root * 1e300, root * 1e-300):
                     for max_rounds in (64, 1, 0):
-                        got = compiled._rate_rho(imp, m, n_pos, smax, exponent, total, max_rounds, start)
+                        got = rate_solve._rate_rho(imp, m, n_pos, smax, exponent, total, max_rounds, start)
                         want = _rounds_from_python(imp, m, start, max_rounds, histogram)
                         assert got == want, (name, n, rate, start, max_rounds)
 
 
 def test_sampler_starts_from_the_previous_iteration_only(rng, monkeypatch):
     # same samples as a fresh sampler's, and the start is used only for iteration t + 1
-    from smart_lgbm.samplers import compiled
 
     starts = []
-    solve = compiled.solve
-    monkeypatch.setattr(compiled, "solve", lambda *a, start=None, **k: starts.append(start) or solve(*a, **k))
+    solve = rate_solve.solve
+    monkeypatch.setattr(rate_solve, "solve", lambda *a, start=None, **k: starts.append(start) or solve(*a, **k))
     sampler, fresh = FirstOrder(rate=0.2), FirstOrder(rate=0.2)
     g = rng.normal(size=5000).astype(np.float32)
     h = np.ones_like(g)
@@ -395,12 +394,12 @@ def test_importances_wider_than_the_float_range_do_not_break_the_solve():
 
 @pytest.mark.parametrize("num_class", [1, 3])
 def test_mvs_scan_in_one_pass_gives_the_scaled_scans_bits(num_class):
-    # MVS over float32 g, h is summed in the scan's first pass (compiled._sums_plainly): the
+    # MVS over float32 g, h is summed in the scan's first pass (rate_solve._sums_plainly): the
     # plain sum must be the per-block scaled sum's exact double, from the smallest float32
     # to the largest, at every lambda up to the bound (and the bound must hold past it too)
-    from smart_lgbm.samplers import _kernels as k
-    from smart_lgbm.samplers.compiled import (_MVS_PLAIN_LAMBDA, KIND_MARKERS, MVS, Importance, _sums_plainly, as_rows,
-                                              scan_blocks)
+    from smart_lgbm.samplers.rate_solve import _MVS_PLAIN_LAMBDA, Importance, _sums_plainly, scan_blocks
+    from smart_lgbm._numba.kernel_constants import KIND_MARKERS, MVS
+    from smart_lgbm.samplers.buffers import as_rows
 
     rng = np.random.default_rng(11)
     n = 3 * 4096 + 77
@@ -416,8 +415,8 @@ def test_mvs_scan_in_one_pass_gives_the_scaled_scans_bits(num_class):
         imp = Importance(MVS, n, gg, hh, lam=lam)
         assert _sums_plainly(imp)
         args = (KIND_MARKERS[MVS], n, gg, hh, imp.buf, lam, True)
-        plain = k.scan(*args, True, *scan_blocks(n))
-        scaled = k.scan(*args, False, *scan_blocks(n))
+        plain = rsk.scan(*args, True, *scan_blocks(n))
+        scaled = rsk.scan(*args, False, *scan_blocks(n))
         assert plain[2] == 0 and np.asarray(plain).tobytes() == np.asarray(scaled).tobytes(), lam
     assert not _sums_plainly(Importance(MVS, n, gg, hh, lam=_MVS_PLAIN_LAMBDA * 2))
     assert not _sums_plainly(Importance(MVS, n, gg.astype(np.float64), hh.astype(np.float64), lam=0.7))
@@ -426,7 +425,7 @@ def test_mvs_scan_in_one_pass_gives_the_scaled_scans_bits(num_class):
 def _scan_reference(values):
     """Per block of ``BLOCK`` rows: (largest, positives, bad, plain sum in row order) of
     the importances, written row by row in Python, scan_row's rule."""
-    from smart_lgbm.samplers.compiled import BLOCK
+    from smart_lgbm._numba.kernel_constants import BLOCK
 
     out: list[tuple[float, int, int, float]] = []
     for lo in range(0, len(values), BLOCK):
@@ -446,9 +445,9 @@ def test_block_scans_take_the_fast_loop_only_where_it_gives_scan_rows_values():
     # and falls back to scan_row's where a NaN, infinite or negative importance (or an
     # overflowing sum) is in it: each block must give the reference's values bit for bit,
     # clean or not, through every kernel that scans (scan itself keeps scan_row's loop)
-    from smart_lgbm import _fused_kernels as fk
-    from smart_lgbm.samplers import _kernels as k
-    from smart_lgbm.samplers.compiled import _NO_WINDOW, BLOCK, FIRST, STATS_SCAN, buffer_importance, scan_blocks
+    from smart_lgbm._engine import _sweep_kernels as fk
+    from smart_lgbm.samplers.rate_solve import _NO_WINDOW, buffer_importance, scan_blocks
+    from smart_lgbm._numba.kernel_constants import BLOCK, FIRST, STATS_SCAN
 
     rng = np.random.default_rng(5)
     n = 8 * BLOCK + 123
@@ -462,11 +461,11 @@ def test_block_scans_take_the_fast_loop_only_where_it_gives_scan_rows_values():
     got = []
     bmax, bpos, bbad, bexp, bsum = scan_blocks(n)
     imp = buffer_importance(values, n, "test")
-    k.scan(*imp.args(), True, True, bmax, bpos, bbad, bexp, bsum)
+    rsk.scan(*imp.args(), True, True, bmax, bpos, bbad, bexp, bsum)
     got.append(list(zip(bmax.tolist(), bpos.tolist(), bbad.tolist(), bsum.tolist())))
     bmax, bpos, bbad, bexp, bsum = scan_blocks(n)
     out = np.empty(n)
-    k.scan_store(*imp.args(), True, bmax, bpos, bbad, bexp, bsum, out, *_NO_WINDOW)  # (no window gathered)
+    rsk.scan_store(*imp.args(), True, bmax, bpos, bbad, bexp, bsum, out, *_NO_WINDOW)  # (no window gathered)
     got.append(list(zip(bmax.tolist(), bpos.tolist(), bbad.tolist(), bsum.tolist())))
     for got_blocks in got:
         assert len(got_blocks) == len(expected)
@@ -494,20 +493,19 @@ def test_block_scans_take_the_fast_loop_only_where_it_gives_scan_rows_values():
 def test_mvs_stored_importances_give_the_recomputed_draw(n, rate):
     # with a workspace MVS's scan stores its square roots and the later passes read them:
     # the same rho, probabilities and sample, bit for bit, as recomputing them each pass
-    from smart_lgbm.samplers import compiled
 
     rng = np.random.default_rng(3)
     g, h = _grads32(rng, n)
-    g, h = compiled.as_rows(g), compiled.as_rows(h)
-    imp = compiled.Importance(compiled.MVS, n, g, h, lam=compiled.mvs_lambda(g, h))
-    workspace = compiled.Workspace()
-    plain = compiled.solve(imp, rate, None, "MVS")
-    stored = compiled.solve(imp, rate, None, "MVS", workspace=workspace)
-    assert stored.importance.kind == compiled.BUFFER and plain.importance.kind == compiled.MVS
+    g, h = buffers.as_rows(g), buffers.as_rows(h)
+    imp = rate_solve.Importance(kc.MVS, n, g, h, lam=rate_solve.mvs_lambda(g, h))
+    workspace = buffers.Workspace()
+    plain = rate_solve.solve(imp, rate, None, "MVS")
+    stored = rate_solve.solve(imp, rate, None, "MVS", workspace=workspace)
+    assert stored.importance.kind == kc.BUFFER and plain.importance.kind == kc.MVS
     assert (stored.c1, stored.c2, stored.rho) == (plain.c1, plain.c2, plain.rho)
-    np.testing.assert_array_equal(compiled.probabilities(stored), compiled.probabilities(plain))
-    assert 0 < (compiled.probabilities(plain) == 1.0).sum() < n  # some rows capped: the solve's rounds ran
-    draws = [compiled.draw_sample(sol, h, compiled.Fit(g), np.random.default_rng(5), compiled.Workspace(), True)
+    np.testing.assert_array_equal(rate_solve.probabilities(stored), rate_solve.probabilities(plain))
+    assert 0 < (rate_solve.probabilities(plain) == 1.0).sum() < n  # some rows capped: the solve's rounds ran
+    draws = [sampler_draw.draw_sample(sol, h, sampler_draw.Fit(g), np.random.default_rng(5), buffers.Workspace(), True)
              for sol in (plain, stored)]
     for a, b in zip(*draws):
         assert a.tobytes() == b.tobytes()
@@ -521,13 +519,12 @@ def test_uniforms_integer_conversion_is_exact():
     # it must be the exact value at every width, the halves' edges included
     from numba import njit
 
-    from smart_lgbm.samplers import _kernels as k
 
     @njit
     def convert(values):
         out = np.empty(values.shape[0])
         for j in range(values.shape[0]):
-            out[j] = k.exact_double(values[j])
+            out[j] = drk.exact_double(values[j])
         return out
 
     rng = np.random.default_rng(0)
@@ -539,9 +536,8 @@ def test_uniforms_integer_conversion_is_exact():
 
 
 def _kernel_draw(twin, imp, c1, c2, rho, key):
-    """The rows a twin of ``_kernels.draw`` keeps, block after block, checking its counts and offsets."""
-    from smart_lgbm.samplers import _kernels as k
-    from smart_lgbm.samplers.compiled import n_blocks
+    """The rows a twin of ``drk.draw`` keeps, block after block, checking its counts and offsets."""
+    from smart_lgbm.samplers.rate_solve import n_blocks
 
     n = imp[1]
     nb = n_blocks(n)
@@ -550,7 +546,7 @@ def _kernel_draw(twin, imp, c1, c2, rho, key):
     offsets = np.full(nb, -7, np.int64)
     m = twin(*imp, c1, c2, rho, np.uint64(key), scratch, counts, offsets)
     assert offsets.tolist() == [0, *np.cumsum(counts)[:-1].tolist()] and m == counts.sum()
-    return np.concatenate([scratch[b * k.BLOCK:b * k.BLOCK + counts[b]] for b in range(nb)])
+    return np.concatenate([scratch[b * kc.BLOCK:b * kc.BLOCK + counts[b]] for b in range(nb)])
 
 
 def _edge_importances(u, rng):
@@ -578,8 +574,7 @@ def test_draw_kernel_keeps_exactly_the_rows_with_u_below_p_at_the_edges(n, key):
     # the draw's rule is u_i < p_i, u_i = SplitMix64's 53 bits * 2**-53 (written here with numpy):
     # a p equal to u_i must not draw the row, the next double up must, whatever the kernel's
     # arithmetic (an inexact uniform, a 52-bit one, or <= for < fail here)
-    from smart_lgbm.samplers import _kernels as k
-    from smart_lgbm.samplers.compiled import BUFFER, KIND_MARKERS
+    from smart_lgbm._numba.kernel_constants import BUFFER, KIND_MARKERS
 
     rng = np.random.default_rng(n + key % 1000)
     u = _splitmix_uniforms(key, n)
@@ -587,13 +582,13 @@ def test_draw_kernel_keeps_exactly_the_rows_with_u_below_p_at_the_edges(n, key):
     expected = np.flatnonzero((s > 0) & (u < np.minimum(s, 1.0)))
     empty = np.empty((0, 1))
     imp = (KIND_MARKERS[BUFFER], n, empty, empty, s, 0.0)
-    for twin in (k.draw.serial, k.draw.parallel):
+    for twin in (drk.draw.serial, drk.draw.parallel):
         np.testing.assert_array_equal(_kernel_draw(twin, imp, 1.0, 1.0, 1.0, key), expected)
     # and as FirstOrder's |g| over float64 gradients of either sign
     g = np.ascontiguousarray((s * np.where(rng.random(n) < 0.5, -1.0, 1.0))[:, None])
     g[s < 0] = 0.0
-    imp = (KIND_MARKERS[k.FIRST], n, g, g, np.empty(0), 0.0)
-    for twin in (k.draw.serial, k.draw.parallel):
+    imp = (KIND_MARKERS[kc.FIRST], n, g, g, np.empty(0), 0.0)
+    for twin in (drk.draw.serial, drk.draw.parallel):
         np.testing.assert_array_equal(_kernel_draw(twin, imp, 1.0, 1.0, 1.0, key), expected)
 
 
@@ -606,8 +601,6 @@ def test_draw_kernel_equals_its_rule_for_every_kind(n, kind, num_class, dtype):
     # p_i from the probabilities kernel (the rate solve's rule), u_i from numpy's SplitMix64:
     # the draw keeps exactly the rows with u_i < p_i, in order, serial and parallel, at scales
     # (c1, c2, rho) that cap some rows and leave others tiny
-    from smart_lgbm.samplers import _kernels as k
-    from smart_lgbm.samplers import compiled
 
     rng = np.random.default_rng(n)
     g = (rng.standard_t(1.5, (n, num_class)) * np.exp2(rng.integers(-60, 4, (n, num_class)))).astype(dtype)
@@ -616,14 +609,14 @@ def test_draw_kernel_equals_its_rule_for_every_kind(n, kind, num_class, dtype):
     h[rng.random((n, num_class)) < 0.1] = 0.0
     buf = np.abs(rng.standard_cauchy(n))
     buf[rng.random(n) < 0.1] = 0.0
-    imp = (compiled.KIND_MARKERS[getattr(compiled, kind)], n, g, h, buf, 0.7)
+    imp = (kc.KIND_MARKERS[getattr(kc, kind)], n, g, h, buf, 0.7)
     key = 0xD1B54A32D192ED03
     u = _splitmix_uniforms(key, n)
     for c1, c2, rho in ((0.25, 1.0, 0.3), (2.0**-1000, 2.0**-40, 2.0**1000), (1.0, 1.0, 0.0), (1.0, 1.0, 1e300)):
         p = np.empty(n)
-        k.probabilities.serial(*imp, c1, c2, rho, p)
+        rsk.probabilities.serial(*imp, c1, c2, rho, p)
         expected = np.flatnonzero(u < p)
-        for twin in (k.draw.serial, k.draw.parallel):
+        for twin in (drk.draw.serial, drk.draw.parallel):
             np.testing.assert_array_equal(_kernel_draw(twin, imp, c1, c2, rho, key), expected)
 
 
@@ -932,34 +925,32 @@ def test_compile_rate_solve_builds_what_numba_types_alike(make):
     """The few rows compile_rate_solve calls the kernels on must have the numba type of the
     arrays they stand for; a wrong dtype, dimension or layout would compile a kernel the
     timed run never calls and leave the real one to compile on the clock."""
-    from smart_lgbm.samplers import compiled
 
     arr = make(np.random.default_rng(0))
-    assert numba.typeof(compiled._tiny(compiled._layout(arr), 4)) == numba.typeof(arr)
+    assert numba.typeof(rate_solve._tiny(rate_solve._layout(arr), 4)) == numba.typeof(arr)
 
 
 def test_compile_rate_solve_compiles_the_kernels_a_small_run_never_called(monkeypatch):
     """A FirstOrder draw on a few rows with nobody capped records its layout without calling
     the capping round; compile_rate_solve then compiles that round (and the histogram
     bracket) for exactly the types the sampler's own solve passes them."""
-    from smart_lgbm.samplers import _kernels, compiled
 
     seen = []
-    real_solve = compiled.solve
+    real_solve = rate_solve.solve
 
     def spy(imp, *args, **kwargs):
         seen.append(imp)
         return real_solve(imp, *args, **kwargs)
 
-    monkeypatch.setattr(compiled, "solve", spy)
+    monkeypatch.setattr(rate_solve, "solve", spy)
     n = 64
     ones = np.ones(n, np.float32)  # equal importances: nobody capped at rate 0.5, no capping round
     FirstOrder(rate=0.5).sample(_state(ones, ones.copy()), np.random.default_rng(0))
     (imp,) = seen
-    assert compiled.compile_rate_solve() >= 1
+    assert rate_solve.compile_rate_solve() >= 1
     blocks = (np.empty(1, np.int64), np.empty(1), np.empty(1), np.empty(1))
-    assert tuple(map(numba.typeof, (*imp.args(), 1.0, 1.0, 0.5, *blocks))) in _kernels.cap_round.serial.signatures
+    assert tuple(map(numba.typeof, (*imp.args(), 1.0, 1.0, 0.5, *blocks))) in rsk.cap_round.serial.signatures
     window = (1.0, 1.0, 0.25, 0.75, np.empty(1, np.int32), np.empty(1, np.int64), np.empty(1, np.int64), np.empty(1))
-    assert tuple(map(numba.typeof, (*imp.args(), *window))) in _kernels.window_rows.serial.signatures
-    assert tuple(map(numba.typeof, (*imp.args(), 1.0, 1.0))) in _kernels.scaled_histogram.serial.signatures
-    assert tuple(map(numba.typeof, (*imp.args(), 1.0, 1.0, 2.0))) in _kernels.sorted_rho.signatures
+    assert tuple(map(numba.typeof, (*imp.args(), *window))) in rsk.window_rows.serial.signatures
+    assert tuple(map(numba.typeof, (*imp.args(), 1.0, 1.0))) in rsk.scaled_histogram.serial.signatures
+    assert tuple(map(numba.typeof, (*imp.args(), 1.0, 1.0, 2.0))) in rsk.sorted_rho.signatures

@@ -21,7 +21,8 @@ import smart_lgbm as sl
 from smart_lgbm._validation import Boolean, InstanceOf, Interval, NoneValue, Options, Param
 from smart_lgbm.compare import config as cfg
 from smart_lgbm.samplers import Sample, Sampler, registry
-from smart_lgbm.samplers.spec import RATE, SamplerSpec
+from smart_lgbm.samplers.registry import SamplerSpec
+from smart_lgbm.samplers.spec import RATE
 
 SPECS = list(registry.SPECS.values())
 CASES = [(spec, param) for spec in SPECS for param in spec.params]

@@ -1,4 +1,4 @@
-"""Serial and parallel twins of the row kernels (:mod:`smart_lgbm._twins`): same bits, and
+"""Serial and parallel twins of the row kernels (:mod:`smart_lgbm._numba.row_kernel`): same bits, and
 the row count picks the twin.
 
 Every case runs on data spanning several of the kernels' blocks (``BLOCK`` = 16,384 rows,
@@ -14,19 +14,26 @@ import pytest
 import scipy.sparse as sp
 
 import smart_lgbm as sl
-import smart_lgbm._fused_kernels  # noqa: F401  (every kernel module, so that REGISTRY holds them all)
-import smart_lgbm._refit_kernels  # noqa: F401
+import smart_lgbm._engine._sweep_kernels  # noqa: F401  (every kernel module, so that REGISTRY holds them all)
+import smart_lgbm._engine._refit_kernels  # noqa: F401
 import smart_lgbm.losses._kernels  # noqa: F401
-import smart_lgbm.walk._encode_kernels  # noqa: F401
-import smart_lgbm.walk._bitmask_kernels  # noqa: F401
-import smart_lgbm.walk._kernels  # noqa: F401
+import smart_lgbm._engine.walk._encode_kernels  # noqa: F401
+import smart_lgbm._engine.walk._bitmask_kernels  # noqa: F401
+import smart_lgbm._engine.walk._kernels  # noqa: F401
 import smart_lgbm.samplers._adaptive_kernels  # noqa: F401
-import smart_lgbm.samplers._solve_kernels  # noqa: F401
-from smart_lgbm import _twins
-from smart_lgbm.samplers import _kernels as k
-from smart_lgbm.samplers.compiled import BUFFER, CONST, FIRST, KIND_MARKERS, MVS, SECOND, n_blocks, scan_blocks
+import smart_lgbm.samplers._rate_solve_kernels  # noqa: F401
+import smart_lgbm.samplers._draw_kernels  # noqa: F401
+import smart_lgbm.samplers._trim_kernels  # noqa: F401
+from smart_lgbm._numba import row_kernel as _twins
+from smart_lgbm._numba.kernel_constants import BUFFER, CONST, FIRST, KIND_MARKERS, MVS, SECOND
+from smart_lgbm.samplers.rate_solve import n_blocks, scan_blocks
+from smart_lgbm.samplers import _draw_kernels as drk
+from smart_lgbm.samplers import _importance_kernels as imk
+from smart_lgbm._numba import kernel_constants as kc
+from smart_lgbm.samplers import _rate_solve_kernels as rsk
+from smart_lgbm.samplers import _trim_kernels as trk
 
-N = 3 * k.BLOCK + 1234  # four blocks, the last one partial
+N = 3 * kc.BLOCK + 1234  # four blocks, the last one partial
 SERIAL, PARALLEL = 1 << 62, 0  # PARALLEL_MIN_ROWS forcing every call to one twin
 
 
@@ -59,7 +66,7 @@ def _heavy_tailed(rng, n, k_cols=1):
 @pytest.mark.parametrize("num_class", [1, 3])
 def test_sampler_kernels_twins_give_the_same_bits(num_class):
     rng = np.random.default_rng(5)
-    n = 2 * k.HIST_BLOCK + 4321  # three histogram blocks, nine draw blocks
+    n = 2 * kc.HIST_BLOCK + 4321  # three histogram blocks, nine draw blocks
     g = _heavy_tailed(rng, n, num_class)
     h = np.abs(_heavy_tailed(rng, n, num_class))
     buf = np.abs(rng.standard_cauchy(n))
@@ -69,67 +76,66 @@ def test_sampler_kernels_twins_give_the_same_bits(num_class):
         imp = (KIND_MARKERS[kind], n, gg, hh, buf, 0.7)
         for plain in (False, True):
             args = (*imp, True, plain)
-            assert _bits(k.scan.serial(*args, *scan_blocks(n))) == _bits(k.scan.parallel(*args, *scan_blocks(n)))
+            assert _bits(rsk.scan.serial(*args, *scan_blocks(n))) == _bits(rsk.scan.parallel(*args, *scan_blocks(n)))
         stored = [np.empty(n), np.empty(n)]
         gathered = [(np.empty(n, np.int32), np.empty(n_blocks(n), np.int64), np.empty(n_blocks(n), np.int64),
                      np.empty(n_blocks(n)))
                     for _ in range(2)]
-        assert (_bits(k.scan_store.serial(*imp, True, *scan_blocks(n), stored[0], 0.5, 2.0, *gathered[0]))
-                == _bits(k.scan_store.parallel(*imp, True, *scan_blocks(n), stored[1], 0.5, 2.0, *gathered[1])))
+        assert (_bits(rsk.scan_store.serial(*imp, True, *scan_blocks(n), stored[0], 0.5, 2.0, *gathered[0]))
+                == _bits(rsk.scan_store.parallel(*imp, True, *scan_blocks(n), stored[1], 0.5, 2.0, *gathered[1])))
         assert stored[0].tobytes() == stored[1].tobytes()
         assert all(a.tobytes() == b.tobytes() for a, b in zip(gathered[0][1:], gathered[1][1:], strict=True))
         for b, c in enumerate(gathered[0][1]):
-            rows = slice(b * k.BLOCK, b * k.BLOCK + c)
+            rows = slice(b * kc.BLOCK, b * kc.BLOCK + c)
             assert gathered[0][0][rows].tobytes() == gathered[1][0][rows].tobytes()
-        _, _, _, exponent, total = k.scan(*imp, True, False, *scan_blocks(n))
-        c1, c2 = k.pow2_pair(-exponent)
+        _, _, _, exponent, total = rsk.scan(*imp, True, False, *scan_blocks(n))
+        c1, c2 = imk.pow2_pair(-exponent)
         rho = 0.05 * n / total
         cases = [
-            (k.scaled_histogram, (*imp, c1, c2)),
-            (k.cap_round, (*imp, c1, c2, rho, np.empty(n_blocks(n), np.int64),
+            (rsk.scaled_histogram, (*imp, c1, c2)),
+            (rsk.cap_round, (*imp, c1, c2, rho, np.empty(n_blocks(n), np.int64),
                            *[np.empty(n_blocks(n)) for _ in range(3)])),
-            (k.closest_row, (*imp, c1, c2, rho, np.uint64(99))),
+            (drk.closest_row, (*imp, c1, c2, rho, np.uint64(99))),
         ]
         # every round's count and per-block sums, from the cold start and from a guess above it
         for start, guess in ((0.3 * n / total, 0.0), (0.3 * n / total, 0.45 * n / total)):
             twins = [kernel(*imp, c1, c2, 0.3 * n, start, 0, guess, 64, np.empty(n_blocks(n), np.int64),
                             np.empty(n_blocks(n)))
-                     for kernel in (smart_lgbm.samplers._solve_kernels.cap_rounds.serial,
-                                    smart_lgbm.samplers._solve_kernels.cap_rounds.parallel)]
+                     for kernel in (rsk.cap_rounds.serial, rsk.cap_rounds.parallel)]
             assert _bits(twins[0]) == _bits(twins[1])
         for kernel, args in cases:
             assert _bits(kernel.serial(*args)) == _bits(kernel.parallel(*args)), kernel
         outs = [np.empty(n), np.empty(n)]
-        k.probabilities.serial(*imp, c1, c2, rho, outs[0])
-        k.probabilities.parallel(*imp, c1, c2, rho, outs[1])
+        rsk.probabilities.serial(*imp, c1, c2, rho, outs[0])
+        rsk.probabilities.parallel(*imp, c1, c2, rho, outs[1])
         assert outs[0].tobytes() == outs[1].tobytes()
         scratch = [np.empty(n, np.int32), np.empty(n, np.int32)]
         counts = [np.empty(n_blocks(n), np.int64), np.empty(n_blocks(n), np.int64)]
         offsets = [np.empty(n_blocks(n), np.int64), np.empty(n_blocks(n), np.int64)]
-        drawn = [k.draw.serial(*imp, c1, c2, rho, np.uint64(7), scratch[0], counts[0], offsets[0]),
-                 k.draw.parallel(*imp, c1, c2, rho, np.uint64(7), scratch[1], counts[1], offsets[1])]
+        drawn = [drk.draw.serial(*imp, c1, c2, rho, np.uint64(7), scratch[0], counts[0], offsets[0]),
+                 drk.draw.parallel(*imp, c1, c2, rho, np.uint64(7), scratch[1], counts[1], offsets[1])]
         assert counts[0].tobytes() == counts[1].tobytes() and counts[0].sum() > 0
         assert drawn[0] == drawn[1] == counts[0].sum() and offsets[0].tobytes() == offsets[1].tobytes()
         assert offsets[0].tolist() == [0, *np.cumsum(counts[0])[:-1].tolist()]
         for b, c in enumerate(counts[0]):
-            lo = b * k.BLOCK
+            lo = b * kc.BLOCK
             assert scratch[0][lo:lo + c].tobytes() == scratch[1][lo:lo + c].tobytes()
         window = [(np.empty(n, np.int32), np.empty(n_blocks(n), np.int64)) for _ in range(2)]
         found = [twin(*imp, c1, c2, 0.5 / rho, 2.0 / rho, *window[i], np.empty(n_blocks(n), np.int64),
-                      np.empty(n_blocks(n))) for i, twin in enumerate((k.window_rows.serial, k.window_rows.parallel))]
+                      np.empty(n_blocks(n))) for i, twin in enumerate((rsk.window_rows.serial, rsk.window_rows.parallel))]
         assert _bits(found[0]) == _bits(found[1]) and window[0][1].tobytes() == window[1][1].tobytes()
         for b, c in enumerate(window[0][1]):
-            lo = b * k.BLOCK
+            lo = b * kc.BLOCK
             assert window[0][0][lo:lo + c].tobytes() == window[1][0][lo:lo + c].tobytes()
-    assert _bits(k.norm_sums.serial(n, g, h)) == _bits(k.norm_sums.parallel(n, g, h))
+    assert _bits(imk.norm_sums.serial(n, g, h)) == _bits(imk.norm_sums.parallel(n, g, h))
     values = rng.standard_cauchy((n, num_class))
     leaves = rng.integers(0, 31, (n, num_class)).astype(np.int32)
-    assert _bits(k.leaf_means.serial(values, leaves, 31)) == _bits(k.leaf_means.parallel(values, leaves, 31))
+    assert _bits(drk.leaf_means.serial(values, leaves, 31)) == _bits(drk.leaf_means.parallel(values, leaves, 31))
     w = np.ascontiguousarray(h.astype(np.float64))
     for args in [(n, w, 52, 0, 40), (n, w, 64, 0, 52)]:
-        assert _bits(k.trim_histogram.serial(*args)) == _bits(k.trim_histogram.parallel(*args))
+        assert _bits(trk.trim_histogram.serial(*args)) == _bits(trk.trim_histogram.parallel(*args))
     tau = np.int64(np.float64(np.median(w.sum(axis=1))).view(np.int64))
-    assert _bits(k.trim_counts.serial(n, w, tau)) == _bits(k.trim_counts.parallel(n, w, tau))
+    assert _bits(trk.trim_counts.serial(n, w, tau)) == _bits(trk.trim_counts.parallel(n, w, tau))
 
 
 def test_adaptive_leaf_sums_twins_give_the_same_bits():
@@ -138,7 +144,7 @@ def test_adaptive_leaf_sums_twins_give_the_same_bits():
     from smart_lgbm.samplers import _adaptive_kernels as ak
 
     rng = np.random.default_rng(6)
-    n, m = 5 * k.BLOCK, 3 * k.BLOCK + 1234
+    n, m = 5 * kc.BLOCK, 3 * kc.BLOCK + 1234
     idx = np.sort(rng.choice(n, m, replace=False)).astype(np.int32)
     hess = np.abs(_heavy_tailed(rng, n))[:, 0]
     fit_grad = _heavy_tailed(rng, m)[:, 0]
@@ -156,7 +162,7 @@ def test_adaptive_leaf_sums_twins_give_the_same_bits():
 def test_refit_leaf_sums_twins_give_the_same_bits():
     """The refit's sums from known leaves (trees of more than 64 leaves, or leaves read
     through LightGBM), three trees over several blocks, the last one partial."""
-    from smart_lgbm import _refit_kernels as rk
+    from smart_lgbm._engine import _refit_kernels as rk
 
     rng = np.random.default_rng(9)
     n = N
@@ -192,18 +198,20 @@ def _dense(objective, n=N):
 
 #: Training runs and the kernels each must run (both twins are checked for each).
 CASES = {
+    # (a run with a gradient sweep takes its first iteration's statistics from it too: no scan pass)
     "binary-first_order": ("binary", lambda: sl.FirstOrder(rate=0.2),
-                           {"one_column", "scan", "draw", "gather", "walk_bitmask", "encode_dense"}),
+                           {"one_column", "draw", "gather", "walk_bitmask", "encode_dense"}),
     "binary-first_order-refit": ("binary", lambda: sl.FirstOrder(rate=0.2, refit_leaves=True),
                                  {"walk_leaf_sums", "one_column_by_leaf"}),
     "binary-loss_based-refit": ("binary", lambda: sl.LossBased(rate=0.2, refit_leaves=True), {"add_by_leaf"}),
     "multiclass-first_order-refit": ("multiclass", lambda: sl.FirstOrder(rate=0.2, refit_leaves=True),
                                      {"gradients_statistics_by_leaf"}),
-    "binary-mvs": ("binary", lambda: sl.MVS(rate=0.2), {"one_column", "norm_sums", "scan_store", "draw", "gather"}),
+    "binary-mvs": ("binary", lambda: sl.MVS(rate=0.2), {"one_column", "scan_store", "draw", "gather"}),
     "binary-second_order": ("binary", lambda: sl.SecondOrder(rate=0.2, anchor_lag=1), {"leaf_means", "gather"}),
     "binary-weight_trimming": ("binary", lambda: sl.WeightTrimming(alpha=0.1),
                                {"trim_histogram", "trim_counts", "trim_gather"}),
-    "binary-loss_based": ("binary", lambda: sl.LossBased(rate=0.2), {"binary_loss", "draw"}),
+    "binary-loss_based": ("binary", lambda: sl.LossBased(rate=0.2), {"binary_loss", "binary_gradients", "scan",
+                                                                       "draw"}),
     "multiclass-first_order": ("multiclass", lambda: sl.FirstOrder(rate=0.2), {"gradients_statistics"}),
     "binary-unbalance-first_order": (("binary", {"is_unbalance": True}), lambda: sl.FirstOrder(rate=0.2),
                                      {"binary_class_weighted_gradients"}),
@@ -255,7 +263,7 @@ def test_sparse_and_raw_walks_are_the_same_with_either_twin(called, monkeypatch)
 def test_raw_walks_are_the_same_with_either_twin(called, monkeypatch):
     """The walks over raw features (dense, CSR, CSC), with a categorical feature."""
     from smart_lgbm import _lightgbm as L
-    from smart_lgbm.walk import Forest, RawFeatures, add_outputs
+    from smart_lgbm._engine.walk import Forest, RawFeatures, add_outputs
 
     X, y = _dense("binary")
     X[:, 3] = np.floor(np.abs(X[:, 3]) * 3)
@@ -280,7 +288,7 @@ def test_raw_walks_are_the_same_with_either_twin(called, monkeypatch):
 def test_lockstep_coded_walk_is_the_same_with_either_twin(called, monkeypatch):
     """The lockstep walk over codes (trees of more than 64 leaves), skipped rows and leaves."""
     from smart_lgbm import _lightgbm as L
-    from smart_lgbm.walk import CodeBook, Forest, RawFeatures, add_coded_outputs
+    from smart_lgbm._engine.walk import CodeBook, Forest, RawFeatures, add_coded_outputs
 
     X, y = _dense("binary")
     ds = lgb.Dataset(X, y, params={"verbose": -1}).construct()
@@ -303,7 +311,7 @@ def test_lockstep_coded_walk_is_the_same_with_either_twin(called, monkeypatch):
 
 
 def test_the_row_count_picks_the_twin(monkeypatch):
-    kernel = k.norm_sums
+    kernel = imk.norm_sums
     runs = []
     monkeypatch.setattr(kernel, "serial", lambda *a: runs.append("serial") or (0.0, 0.0))
     monkeypatch.setattr(kernel, "parallel", lambda *a: runs.append("parallel") or (0.0, 0.0))
@@ -314,7 +322,7 @@ def test_the_row_count_picks_the_twin(monkeypatch):
     kernel(1001, g, g)
     assert runs == ["serial", "parallel", "parallel"]
     # a kernel that reads its row count from an array's shape (walk_codes: codes' columns)
-    from smart_lgbm.walk import _kernels as wk
+    from smart_lgbm._engine.walk import _kernels as wk
     runs.clear()
     monkeypatch.setattr(wk.walk_codes, "serial", lambda *a: runs.append("serial"))
     monkeypatch.setattr(wk.walk_codes, "parallel", lambda *a: runs.append("parallel"))
@@ -334,12 +342,12 @@ def test_default_threshold_runs_small_data_serially(called):
 _CACHE_CHILD = """
 import json
 import numpy as np
-from smart_lgbm.samplers import _kernels as k
+from smart_lgbm.samplers import _importance_kernels as imk
 g = np.ones((10, 1), np.float32)
-k.norm_sums.serial(10, g, g)
-k.norm_sums.parallel(10, g, g)
-print(json.dumps({which: [sum(getattr(k.norm_sums, which).stats.cache_misses.values()),
-                          sum(getattr(k.norm_sums, which).stats.cache_hits.values())]
+imk.norm_sums.serial(10, g, g)
+imk.norm_sums.parallel(10, g, g)
+print(json.dumps({which: [sum(getattr(imk.norm_sums, which).stats.cache_misses.values()),
+                          sum(getattr(imk.norm_sums, which).stats.cache_hits.values())]
                   for which in ("serial", "parallel")}))
 """
 
@@ -408,7 +416,7 @@ def test_kind_lambda_scope_warning_is_muted_with_or_without_colour():
     # at the message's start) must take both forms, and not the same check about other names
     import re
 
-    from smart_lgbm.samplers._kernels import KIND_LAMBDA_SCOPE_WARNING
+    from smart_lgbm.samplers._importance_kernels import KIND_LAMBDA_SCOPE_WARNING
 
     name = "variable '_score_of_kind__locals___lambda__v39__v18call_4_2.1' is not in scope."
     for text, muted in ((name, True), ("\x1b[1m" + name, True), ("variable 'x.1' is not in scope.", False)):

@@ -1,4 +1,4 @@
-"""The update plan (smart_lgbm/update_plan.py): where each set's new scores come from, over
+"""The update plan (smart_lgbm/_engine/update_plan.py): where each set's new scores come from, over
 every combination of its inputs, and the engine following it by key."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 import smart_lgbm as sl
-from smart_lgbm import update_plan as up
-from smart_lgbm.boosting import BoostingRun
-from smart_lgbm.update_plan import SAMPLE, TRAIN, Features, RunFacts, Source, plan_updates, valid_key
+from smart_lgbm._engine import update_plan as up
+from smart_lgbm._engine.run import BoostingRun
+from smart_lgbm._engine.update_plan import SAMPLE, TRAIN, Features, RunFacts, Source, plan_updates, valid_key
 
 WALK = {Features.CODES: Source.CODED_WALK, Features.RAW: Source.RAW_WALK}
 LIGHTGBM = {Source.PARTITION, Source.PREDICTOR}
@@ -187,7 +187,7 @@ def test_engine_iterations_use_the_planned_source(monkeypatch, sampler, expected
 
 
 def test_sample_read_back_and_coded_walk_give_the_same_model(monkeypatch):
-    from smart_lgbm import boosting
+    from smart_lgbm._engine import run as boosting
 
     X, y = _data(2000)
     read_back = sl.train(PARAMS, lgb.Dataset(X, y), 8, sampler=sl.Uniform(0.5)).model_to_string()

@@ -1,4 +1,4 @@
-"""The raw-feature walk (smart_lgbm.walk.forest, smart_lgbm.walk.raw) against LightGBM's own predict.
+"""The raw-feature walk (smart_lgbm._engine.walk.forest, smart_lgbm._engine.walk.raw) against LightGBM's own predict.
 
 Every check is exact: summing ``add_outputs`` over a stock model's iterations, in order and
 from zeros, must give ``Booster.predict(raw_score=True)`` bit for bit after every
@@ -17,8 +17,8 @@ import pytest
 import scipy.sparse as sp
 
 from smart_lgbm import _lightgbm as L
-from smart_lgbm.walk import Forest, RawFeatures, add_outputs
-from smart_lgbm.walk._kernels import K_ZERO_THRESHOLD
+from smart_lgbm._engine.walk import Forest, RawFeatures, add_outputs
+from smart_lgbm._engine.walk._kernels import K_ZERO_THRESHOLD
 
 K = K_ZERO_THRESHOLD
 #: Values around LightGBM's zero threshold, which stock thresholds often sit on (±K).

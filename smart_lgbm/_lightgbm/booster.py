@@ -26,7 +26,7 @@ class IterationTrees:
     ``outputs`` is empty.
 
     ``outputs`` and ``leaves`` are keyed as the ``sets`` given to
-    :meth:`OneIterationBooster.fit` (the engine's keys: :mod:`smart_lgbm.update_plan`),
+    :meth:`OneIterationBooster.fit` (the engine's keys: :mod:`smart_lgbm._engine.update_plan`),
     never by position.
 
     Attributes

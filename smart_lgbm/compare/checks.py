@@ -18,10 +18,10 @@ from typing import Any
 
 import lightgbm as lgb
 
-from .._twins import parallel_from
+from .._numba.row_kernel import parallel_from
 from ..losses.base import Target, check_finite
-from ..params import canonicalize, resolve_loss
-from ..samplers.compiled import compile_rate_solve
+from .._engine import canonicalize, resolve_loss
+from ..samplers.rate_solve import compile_rate_solve
 from .config import ConfigError, Experiment, MethodSpec, error_text
 from .data import ExperimentData, head
 from .methods import method_seeds, run_method
@@ -99,11 +99,11 @@ def preflight(exp: Experiment, data: ExperimentData, methods: Sequence[MethodSpe
     value out of range, labels of a stock-only objective) before the timed runs, and
     compiles (or loads from cache) the numba kernels, which would otherwise be charged to
     the first timed iteration.  A warm-up (``rounds > 1``) runs each method a second time
-    with every row kernel on its parallel twin (:func:`smart_lgbm._twins.parallel_from`):
+    with every row kernel on its parallel twin (:func:`smart_lgbm._numba.row_kernel.parallel_from`):
     on its few rows the pre-flight alone would compile only the serial twins, and the timed
     runs on the whole data would then compile the parallel ones on the clock.  The rate
     solve's data-dependent kernels, which a few rows may never call, are compiled for the
-    layouts the warm-up used (:func:`smart_lgbm.samplers.compiled.compile_rate_solve`).
+    layouts the warm-up used (:func:`smart_lgbm.samplers.rate_solve.compile_rate_solve`).
 
     Raises
     ------

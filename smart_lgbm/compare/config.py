@@ -50,35 +50,19 @@ else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
 from .. import _lightgbm
-from .._param_roles import COMPARE_RESERVED, FITTING_METRICS
+from .._engine import COMPARE_RESERVED, FITTING_METRICS
 from .._validation import Boolean, Interval, Param
+from .config_values import NUMBER as _NUMBER
+from .config_values import ConfigError as ConfigError  # (re-exported: the package's config errors)
+from .config_values import ConfigFileError as ConfigFileError
+from .config_values import ConfigTypeError as ConfigTypeError
+from .config_values import INT_MAX, _check_keys, _fraction, _int, _path, _seeds, _str, _type_name, _typed, check_name
+from .config_values import error_text as error_text
 from ..metrics import ALIASES as _METRIC_ALIASES
 from ..metrics import METRICS as _METRICS
 from ..samplers import registry as _samplers
 from . import peers as _peers
 from .keys import DATA_SOURCES, EXPERIMENT_KEYS, METHOD_KEYS, TOP_KEYS
-
-
-class ConfigError(ValueError):
-    """A config value is invalid; the message names the table and the key."""
-
-
-class ConfigTypeError(ConfigError, TypeError):
-    """A config value has the wrong type; the message names the table and the key."""
-
-
-class ConfigFileError(ConfigError, FileNotFoundError):
-    """A file named in a config does not exist; the message names the key."""
-
-
-def error_text(exc: BaseException) -> str:
-    """An exception's message as one line for ``smart-lgbm: error: ...``.
-
-    Newlines are folded (file readers and LightGBM end messages with them) and LightGBM's
-    C++ source location (`` at .../config_auto.cpp, line 344 .``) is dropped.
-    """
-    text = re.sub(r"\s+at \S+\.(?:cpp|hpp|h), line \d+\s*\.?", "", str(exc))
-    return " ".join(text.split()) or type(exc).__name__
 
 
 # --------------------------------------------------------------------------- schema
@@ -89,7 +73,6 @@ STOCK_KINDS = ("stock_full", "stock_bagging", "stock_goss", "stock_quantized")
 #: Method kinds of other libraries (XGBoost, CatBoost: the ``peers`` extra), :mod:`.peers`.
 PEER_KINDS = _peers.PEER_KINDS
 
-_NUMBER = (int, float)
 _FRACTION = (Interval(Real, 0, 1, closed="neither"),)
 #: A stock kind's keys: LightGBM's own sampling parameters, with defaults that make stock
 #: sampling comparable with the engine's default rate of 0.1.  An engine kind's keys are
@@ -146,7 +129,7 @@ _DATA_KEYS = DATA_SOURCES
 
 # Shared LightGBM parameters that a method or the experiment sets itself (giving them in
 # [params] would silently change what a method means) are refused with the reason: the
-# ``compare`` column of smart_lgbm/_param_roles.py, COMPARE_RESERVED.
+# ``compare`` column of smart_lgbm/_engine/param_roles.py, COMPARE_RESERVED.
 
 _NDCG = re.compile(r"^ndcg@([1-9][0-9]*)$")
 
@@ -297,130 +280,6 @@ class CompareConfig:
         raise ConfigError(f"no experiment {name!r}; experiments: {names}")
 
 
-# --------------------------------------------------------------------------- value checks
-
-def _type_name(value: Any) -> str:
-    if isinstance(value, bool):
-        return "boolean"
-    return {int: "integer", float: "number", str: "string", list: "list", dict: "table"}.get(
-        type(value), type(value).__name__
-    )
-
-
-def _check_keys(table: Mapping[str, Any], accepted: tuple[str, ...] | list[str], where: str) -> None:
-    for key in table:
-        if key not in accepted:
-            raise ConfigError(f"{where} unknown key {key!r}; accepted: {', '.join(sorted(accepted))}")
-
-
-def _typed(table: Mapping[str, Any], key: str, types: tuple[type, ...], where: str, what: str) -> Any:
-    value = table[key]
-    # TOML booleans are Python ints; never accept one where a number is meant.
-    if isinstance(value, bool) and bool not in types:
-        ok = False
-    else:
-        ok = isinstance(value, types)
-    if not ok:
-        raise ConfigTypeError(f"{where} key {key!r} must be {what}, got {_type_name(value)} {value!r}")
-    return value
-
-
-#: The largest integer LightGBM takes (its parameters are C ints): rounds, seeds, parameters.
-INT_MAX = 2**31 - 1
-
-
-def _int(table: Mapping[str, Any], key: str, where: str, minimum: int, default: Any = None,
-         maximum: int | None = None) -> Any:
-    if key not in table:
-        return default
-    value = _typed(table, key, (int,), where, f"an integer >= {minimum}")
-    if value < minimum:
-        raise ConfigError(f"{where} key {key!r} must be an integer >= {minimum}, got {value!r}")
-    if maximum is not None and value > maximum:
-        raise ConfigError(f"{where} key {key!r} must be an integer <= {maximum} (what LightGBM can count), "
-                          f"got {value!r}")
-    return value
-
-
-def _fraction(table: Mapping[str, Any], key: str, where: str, default: float) -> float:
-    if key not in table:
-        return default
-    value = float(_typed(table, key, _NUMBER, where, "a number in (0, 1)"))
-    if not 0.0 < value < 1.0:
-        raise ConfigError(f"{where} key {key!r} must be in (0, 1), got {value!r}")
-    return value
-
-
-def _str(table: Mapping[str, Any], key: str, where: str, choices: tuple[str, ...] | None = None,
-         default: Any = None) -> Any:
-    if key not in table:
-        if default is None and choices is not None:
-            raise ConfigError(f"{where} missing key {key!r}; accepted values: {', '.join(choices)}")
-        return default
-    value = _typed(table, key, (str,), where, "a string")
-    if choices is not None and value not in choices:
-        raise ConfigError(f"{where} key {key!r} is {value!r}; accepted values: {', '.join(choices)}")
-    return value
-
-
-def _seeds(table: Mapping[str, Any], where: str) -> tuple[int, ...] | None:
-    if "seeds" not in table:
-        return None
-    value = table["seeds"]
-    if isinstance(value, int) and not isinstance(value, bool):
-        value = [value]
-    if not isinstance(value, list) or not value or any(
-        isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in value
-    ):
-        raise ConfigTypeError(f"{where} key 'seeds' must be a non-empty list of integers >= 0, got {value!r}")
-    if any(s > INT_MAX for s in value):
-        raise ConfigError(f"{where} key 'seeds' must hold integers <= {INT_MAX} (LightGBM's seeds are C ints), "
-                          f"got {value!r}")
-    if len(set(value)) != len(value):
-        raise ConfigError(f"{where} key 'seeds' repeats a seed: {value!r}")
-    return tuple(value)
-
-
-def _path(table: Mapping[str, Any], key: str, where: str, base: Path, must_exist: bool = True) -> Path | None:
-    if key not in table:
-        return None
-    value = _typed(table, key, (str,), where, "a path string")
-    path = Path(os.path.expanduser(value))
-    path = Path(os.path.normpath(path if path.is_absolute() else base / path))
-    if must_exist and not path.exists():
-        raise ConfigFileError(f"{where} key {key!r}: file not found: {path}")
-    return path
-
-
-#: Names that become file or folder names: no path separators, no leading dot ("." and
-#: ".." would leave the output folder, ".x" would hide the files), at most 100 characters.
-_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,99}")
-
-
-def check_name(name: str, what: str, names: str, taken: list[str]) -> None:
-    """Refuse a name used as a path that could leave the output folder or collide with ``taken``.
-
-    Parameters
-    ----------
-    name : str
-        The experiment name or method label.
-    what : str
-        How the message refers to it, e.g. ``"[experiments.x] key 'name'"``.
-    names : str
-        What the name becomes on disk, for the message.
-    taken : list of str
-        Names already in use; a name equal to one of them ignoring case is refused too,
-        because it would share files on case-insensitive file systems.
-    """
-    if not _NAME.fullmatch(name):
-        raise ConfigError(f"{what} is {name!r}: it names {names}, so it must be 1-100 letters, digits, "
-                          "'_', '.' or '-', not starting with '.'")
-    clash = [t for t in taken if t.casefold() == name.casefold()]
-    if clash:
-        raise ConfigError(f"{what} is {name!r}, which repeats {clash[0]!r} (names are compared ignoring case: "
-                          f"they name {names})")
-
-
 def metric_higher_is_better(metric: str) -> bool:
     """Whether larger values of ``metric`` (``auc``, ``ndcg@10``, ``binary_logloss``...) are better."""
     if _NDCG.match(metric):
@@ -440,7 +299,7 @@ def _metric(value: Any, where: str) -> str:
 
 def check_metric_fits(metric: str, objective: str, family: str, where: str) -> None:
     """Refuse a metric that does not measure what ``objective`` (of ``family``) fits
-    (the fitting metrics of each objective family: smart_lgbm/_param_roles.py, OBJECTIVES)."""
+    (the fitting metrics of each objective family: smart_lgbm/_engine/param_roles.py, OBJECTIVES)."""
     accepted = FITTING_METRICS.get(family)
     if accepted is None:
         return
@@ -454,12 +313,12 @@ def _check_objective(exp_name: str, metric: str, params: dict[str, Any], methods
                      rounds: int) -> None:
     """The engine's own parameter checks and the metric/objective fit, at load time.
 
-    Each engine method's parameters go through :func:`smart_lgbm.params.make_config`, the
+    Each engine method's parameters go through :func:`smart_lgbm._engine.config.make_config`, the
     check ``smart_lgbm.train`` runs first, so a refused objective or parameter names the
     method before anything trains.  Stock-only objectives (no engine method) are left to
     LightGBM, which the pre-flight run asks before training.
     """
-    from ..params import canonicalize, make_config, resolve_loss
+    from .._engine import canonicalize, make_config, resolve_loss
 
     where = f"[experiments.{exp_name}]"
     # The comparison's own rule first (stricter than LightGBM's: the metric must measure what

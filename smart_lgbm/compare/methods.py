@@ -33,11 +33,10 @@ from typing import Any, cast
 import lightgbm as lgb
 import numpy as np
 
-from .._param_roles import RANDOM_TREE_PARAMS
+from .._engine import RANDOM_TREE_PARAMS, canonicalize
 from ..callback import record_sampling
 from ..engine import train as engine_train
 from ..exceptions import IterationNotSplitWarning
-from ..params import canonicalize
 from ..samplers import make_sampler
 from ..samplers import registry as sampler_registry
 from .config import Experiment, MethodSpec, lightgbm_metric_params

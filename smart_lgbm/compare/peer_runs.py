@@ -31,8 +31,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..losses.base import Target
-from ..metrics import Evaluator
-from ..params import canonicalize
+from .._engine import canonicalize, evaluator_for, resolve_loss
 from .config import Experiment, MethodSpec, lightgbm_metric_params
 from .data import ExperimentData
 from .peers import LIBRARIES, is_deterministic, library_params, sampling_share, scores_for_metric
@@ -182,9 +181,7 @@ def run_peer(method: MethodSpec, experiment: Experiment, data: ExperimentData, s
     train = _xgboost if method.kind == "xgboost_hist" else _catboost
     model, scores = train(params, data, rounds, clock)
     lgb_params = canonicalize({**experiment.params, **lightgbm_metric_params(experiment.metric)})
-    from ..params import resolve_loss
-
-    evaluator = Evaluator(lgb_params, resolve_loss(dict(lgb_params)))
+    evaluator = evaluator_for(lgb_params, resolve_loss(dict(lgb_params)))
     target = Target(label=_label32(data.valid.y), group=data.valid.group)
     values = []
     for raw in scores:

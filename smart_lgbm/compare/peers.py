@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from .._param_values import flag, integer, number, number_list
+from .._engine import flag, integer, number, number_list
 from .._validation import Interval, Options, Param
 from .extras import require_modules
 
@@ -162,7 +162,7 @@ _MAPPED = {
 }
 def _family(params: Mapping[str, Any]) -> tuple[str, Any]:
     """The loss family (``binary``, ``regression``, ``multiclass``, ``lambdarank``) and the loss."""
-    from ..params import resolve_loss
+    from .._engine import resolve_loss
 
     try:
         loss = resolve_loss(dict(params))
@@ -198,7 +198,7 @@ def library_params(kind: str, params: Mapping[str, Any], options: Mapping[str, A
     kind : {"xgboost_hist", "catboost"}
     params : mapping
         The experiment's LightGBM parameters under their main names
-        (:func:`smart_lgbm.params.canonicalize`).
+        (:func:`smart_lgbm._engine.params.canonicalize`).
     options : mapping
         The method's keys (:data:`PEER_OPTIONS`, defaults filled in).
     own : mapping

@@ -3,7 +3,7 @@
 Why: the binary gradients (:func:`smart_lgbm.losses._kernels.binary_row`) must be LightGBM's
 bits, and LightGBM's ``std::exp`` is the C library's ``exp``; numba lowers ``math.exp`` to a
 call of that function, one scalar call per row, which keeps the gradient loop from
-vectorising and makes that call most of the fused sweep's time (about 4 ns a row at one
+vectorising and makes that call most of the gradient sweep's time (about 4 ns a row at one
 thread).  :func:`exp_fast` is the algorithm of glibc's ``exp``
 since 2.28 (Szabolcs Nagy's, also musl's and ARM's optimized-routines): ``exp(x) =
 2^(k/128) * exp(r)``, ``k`` the nearest integer to ``x * 128 / ln 2``, ``2^(k/128)`` from a
@@ -198,7 +198,7 @@ def verdict_path() -> Path:
     version of this module, beside the package's kernel cache."""
     from llvmlite import binding
 
-    from .._numba_runtime import cache_folder
+    from .._numba.runtime import cache_folder
 
     tag = repr((os.confstr("CS_GNU_LIBC_VERSION"), binding.get_host_cpu_name(),
                 sorted(binding.get_host_cpu_features().items()), Path(__file__).read_bytes()))
@@ -225,7 +225,7 @@ def libm_is_reproduced() -> bool:
     except OSError:  # (not checked yet on this platform; a read-only install checks every time)
         pass
     agrees = agrees_with_libm()
-    from .._numba_runtime import write_shared
+    from .._numba.runtime import write_shared
 
     write_shared(path, lambda fh: fh.write(b"agrees" if agrees else b"differs"))
     return agrees

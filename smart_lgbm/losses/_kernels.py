@@ -18,7 +18,8 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from .._twins import row_kernel
+from .._numba.kernel_constants import BLOCK
+from .._numba.row_kernel import row_kernel
 from ._exp_kernels import exp_fast, in_fast_range
 
 #: Rows per parallel task in the multiclass kernels (one scratch row per task).
@@ -30,8 +31,8 @@ _LOG2 = math.log(2.0)
 def binary_row(sign, sigmoid, raw):
     """One row's unweighted ``(g, h)`` in double (``sign`` = +-1.0 for label 1/0): the
     expressions of ``BinaryLogloss::GetGradients`` (``is_unbalance`` and
-    ``scale_pos_weight`` off).  The binary gradients of every row are
-    :func:`smart_lgbm._fused_kernels.one_column`'s, for the loss and the fused pass alike."""
+    ``scale_pos_weight`` off): :func:`binary_gradients` and the run's gradient sweep compute
+    every row's binary gradients with it."""
     response = (-sign * sigmoid) / (1.0 + math.exp(sign * sigmoid * raw))
     abs_response = abs(response)
     return response, abs_response * (sigmoid - abs_response)
@@ -46,6 +47,81 @@ def binary_row_fast(sign, sigmoid, raw):
     response = (-sign * sigmoid) / (1.0 + exp_fast(x))
     abs_response = abs(response)
     return response, abs_response * (sigmoid - abs_response), in_fast_range(x)
+
+
+@njit(cache=True, inline="always")
+def binary_store(j, sign, sigmoid, raw, weight, weighted, grad, hess):
+    """Row ``j``'s binary ``g, h`` (:func:`binary_row`, ``sign`` +-1 as int8), times its weight
+    in double, stored as float32 where LightGBM casts to ``score_t``."""
+    g, h = binary_row(1.0 if sign[j] > 0 else -1.0, sigmoid, raw[j])
+    if weighted:
+        grad[j] = g * weight[j]
+        hess[j] = h * weight[j]
+    else:
+        grad[j] = g
+        hess[j] = h
+
+
+@njit(cache=True, inline="always")
+def binary_rows_fast(m, raw, sign, weight, weighted, sigmoid, grad, hess):
+    """:func:`binary_store` of the ``m`` rows of a block (views indexed from 0) with the
+    vectorising ``exp`` (:func:`binary_row_fast`); rows whose ``exp`` argument is outside its
+    fast range (none, usually) are then computed again with ``math.exp``: the same bits for
+    every row."""
+    slow = 0
+    for j in range(m):
+        g, h, fast = binary_row_fast(1.0 if sign[j] > 0 else -1.0, sigmoid, raw[j])
+        slow += np.int64(not fast)
+        if weighted:
+            grad[j] = g * weight[j]
+            hess[j] = h * weight[j]
+        else:
+            grad[j] = g
+            hess[j] = h
+    if slow:
+        for j in range(m):
+            if not in_fast_range((1.0 if sign[j] > 0 else -1.0) * sigmoid * raw[j]):
+                binary_store(j, sign, sigmoid, raw, weight, weighted, grad, hess)
+
+
+@njit(cache=True, inline="always")
+def binary_block(b, n, raw, sign, weight, weighted, sigmoid, grad, hess, fast_exp):
+    """The binary ``g, h`` of block ``b`` (``BLOCK`` rows), on views of its rows indexed from 0
+    (indexed from the block's first row the loop ran slower); ``fast_exp``: the vectorising
+    ``exp`` (:func:`binary_rows_fast`), else ``math.exp`` row by row."""
+    lo = b * BLOCK
+    hi = min(n, lo + BLOCK)
+    r = raw[lo:hi]
+    sg = sign[lo:hi]
+    w = weight[lo:hi] if weighted else weight
+    gg = grad[lo:hi]
+    hh = hess[lo:hi]
+    if fast_exp:
+        binary_rows_fast(hi - lo, r, sg, w, weighted, sigmoid, gg, hh)
+    else:
+        for j in range(hi - lo):
+            binary_store(j, sg, sigmoid, r, w, weighted, gg, hh)
+
+
+@row_kernel(rows=0, error_model="numpy")
+def binary_gradients(n, raw, sign, weight, sigmoid, grad, hess, threads, fast_exp):
+    """LightGBM's ``BinaryLogloss::GetGradients`` of every row into ``grad``, ``hess`` (1-D float32).
+
+    ``sign`` +-1 per row as int8 (label > 0 is positive), ``weight`` float64 or empty,
+    ``threads`` numba's number of threads (passed in: read inside, it keeps numba from
+    caching the kernel), ``fast_exp``: :func:`~._exp_kernels.libm_is_reproduced`.  Each of
+    ``threads`` runs takes one contiguous run of ``BLOCK``-row blocks, as the run's gradient
+    sweep does (:mod:`smart_lgbm._engine._sweep_kernels`, which computes the same rows with
+    :func:`binary_block`).  Every row depends on that row only: the same bits at any number
+    of threads.  numba's ``numpy`` error model: its division check kept the row loop from
+    vectorising (the divisions are by ``1 + exp``, never 0).
+    """
+    weighted = weight.shape[0] > 0
+    nb = (n + BLOCK - 1) // BLOCK
+    nt = max(1, min(threads, nb))
+    for t in prange(nt):
+        for b in range(nb * t // nt, nb * (t + 1) // nt):
+            binary_block(b, n, raw, sign, weight, weighted, sigmoid, grad, hess, fast_exp)
 
 
 @njit(cache=True, inline="always")

@@ -183,7 +183,7 @@ class Loss(ABC):
 
     def _fused_loss(self) -> tuple[str, float] | None:
         """``(name, parameter)`` of the row function the engine's fused pass
-        (:mod:`smart_lgbm.fused`) computes this loss's gradients with, or None: the engine
+        (:mod:`smart_lgbm._engine.sweep`) computes this loss's gradients with, or None: the engine
         calls :meth:`compute_gradients` (the unfused path).  Declared by the built-in
         losses; a user loss keeps None."""
         return None
@@ -246,8 +246,8 @@ def apply_weight(values: np.ndarray, weight: np.ndarray | None) -> np.ndarray:
 
 def count_nonfinite(values: np.ndarray) -> int:
     """Number of NaN or infinite entries of ``values``."""
-    # One vectorised test, counted only when it fails: faster than the sum this used to
-    # test (no floating-point state to guard: nothing here can overflow) and exact.
+    # One vectorised test, counted only when it fails: faster than a sum of the values
+    # (no floating-point state to guard: nothing here can overflow) and exact.
     finite = np.isfinite(values)
     if finite.all():
         return 0

@@ -4,20 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
+import numba
 import numpy as np
 from scipy.special import expit
 
 from .base import K_EPSILON, Loss, Target, apply_weight, loss_buffer_arrays, weighted_sums
 
-#: :func:`_fused_kernels.one_column`'s unused label and statistics arrays, typed as the fused
-#: pass passes them (so both calls share one compiled specialisation).
-_NO_LABEL = np.empty(0)
-_NO_STATISTICS = (np.empty(0), np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0), np.empty((0, 2)))
-
-
 def label_sign(target: Target) -> np.ndarray:
     """The binary label as ``+1``/``-1`` in one byte per row (label > 0 is positive), made once
-    per target: what :func:`_fused_kernels.one_column` reads, for the loss and the fused pass."""
+    per target: what the binary gradient kernels read (the loss's and the run's gradient sweep)."""
     if "binary_sign" not in target.cache:
         target.cache["binary_sign"] = np.where(np.asarray(target.label) > 0.0, 1, -1).astype(np.int8)
     return target.cache["binary_sign"]
@@ -25,19 +20,15 @@ def label_sign(target: Target) -> np.ndarray:
 
 def one_column_gradients(raw: np.ndarray, sign: np.ndarray, weight: np.ndarray, sigmoid: float, grad: np.ndarray,
                          hess: np.ndarray) -> None:
-    """Binary float32 gradients of every row (``sign`` +-1 per row as int8) into ``grad``, ``hess``.
-
-    The fused pass's own kernel (:func:`smart_lgbm._fused_kernels.one_column`) without its
-    rate-solve statistics: a fresh environment compiles one kernel, not two, for the same
-    bits (``binary_row`` of :mod:`._kernels`, weight applied in double before the float32
-    store).
-    """
-    from .. import _fused_kernels as fk  # numba loads on first use
-    from ..samplers import compiled
+    """Binary float32 gradients of every row (``sign`` +-1 per row as int8) into ``grad``, ``hess``
+    (:func:`._kernels.binary_gradients`: ``binary_row``, the weight applied in double before
+    the float32 store)."""
+    from . import _kernels  # numba loads on first use
+    from ._exp_kernels import libm_is_reproduced
 
     n = raw.shape[0]
-    fk.one_column(n, raw, fk.BINARY, sign, _NO_LABEL, weight, sigmoid, grad.reshape(n), hess.reshape(n),
-                  compiled.STATS_NONE, 0, *_NO_STATISTICS, fk.threads(), fk.fast_exp())
+    _kernels.binary_gradients(n, raw, sign, weight, sigmoid, grad.reshape(n), hess.reshape(n),
+                              numba.get_num_threads(), libm_is_reproduced())
 
 
 class BinaryLogloss(Loss, kernels={"gradient_hessian": "_gradient_kernel", "loss": "_loss_kernel"}):

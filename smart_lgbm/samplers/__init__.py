@@ -1,7 +1,7 @@
 """Row samplers: the public sampler classes and the protocol for writing your own."""
 
 from .adaptive import AdaptiveRate
-from .base import GradientHistory, ProbabilitySampler, Sample, Sampler, SamplingState, solve_rho
+from .base import GradientHistory, ProbabilitySampler, RunContext, Sample, Sampler, SamplingState, solve_rho
 from .importance import MVS, FirstOrder, LossBased, SecondOrder, regularised_gradient
 from .registry import make_sampler
 from .simple import Full, Uniform, WeightTrimming
@@ -14,6 +14,7 @@ __all__ = [
     "GradientHistory",
     "LossBased",
     "ProbabilitySampler",
+    "RunContext",
     "Sample",
     "Sampler",
     "SamplingState",

@@ -3,11 +3,10 @@
 One pass over the drawn rows (the sample, not all rows), parallel over fixed blocks of
 ``BLOCK`` drawn rows: each block adds its rows in their drawn order into its own table, and
 the tables are added in block order, so the sums do not depend on the number of threads
-(the serial twin gives the same bits, :mod:`smart_lgbm._twins`).  Within one block (fewer
-than ``BLOCK`` drawn rows) these are exactly numpy's ``bincount`` doubles.  The numpy
-version made five ``bincount`` passes and as many sample-sized temporaries; the serial
-kernel before this one made a second pass only to find the table's width (at rate 0.4 on
-2M rows the two serial passes cost about 4 ms of a 69 ms iteration).
+(the serial twin gives the same bits, :mod:`smart_lgbm._numba.row_kernel`).  Within one
+block (fewer than ``BLOCK`` drawn rows) these are exactly numpy's ``bincount`` doubles, in
+one pass and without the five passes and sample-sized temporaries ``bincount`` takes; the
+table's width is guessed (the previous iteration's) rather than found by a pass of its own.
 
 Private module: the front checks shapes and dtypes.
 """
@@ -17,8 +16,8 @@ from __future__ import annotations
 import numpy as np
 from numba import prange
 
-from .._twins import row_kernel
-from .compiled import BLOCK
+from .._numba.row_kernel import row_kernel
+from .._numba.kernel_constants import BLOCK
 
 
 @row_kernel(rows=0, axis=0)
@@ -30,8 +29,7 @@ def leaf_sums_one_column(indices, fit_grad, fit_hess, hess, leaves, constant_p, 
     entry per ``BLOCK`` drawn rows, allocated by the caller: the kernel's one parallel region
     is its block loop (in a parallel kernel numba runs an ``np.zeros`` or an array's ``max``
     as a parallel region of its own, and on a busy machine each region waits for its
-    threads: with four such regions this kernel took 25-30 ms where the block loop alone
-    takes 0.6, in development runs on the shared 2-core machine).
+    threads, many times what the block loop itself takes).
     ``width`` is a guess of the number of leaves (the caller's previous answer): rows of a
     leaf at or past it add nothing here, and ``top >= width`` tells the caller to call again
     with ``top + 1``; the sums of the leaves below ``width`` do not depend on the guess.

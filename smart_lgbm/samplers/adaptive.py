@@ -39,10 +39,9 @@ The rate never shrinks.
 
 A second rule covers what the training gradients cannot show: on LambdaMART the pairwise
 loss keeps a systematic gradient after NDCG has saturated, so the excess gain stays large
-while the held-out metric plateaus (a development run on mslr-like data, rate held at 0.1:
-the pooled ratio stayed below 0.07 for 300 iterations, so a threshold of 0.1 never fired
-there, and after a growth it fell far faster than ``(1 - p) / p``; docs/samplers.md gives
-the probe command that records the ratios).  In an engine run with validation
+while the held-out metric plateaus (on mslr-like data at a rate held at 0.1 the pooled
+ratio stays far below 0.1, and after a growth it falls far faster than ``(1 - p) / p``;
+docs/samplers.md gives the probe command that records the ratios).  In an engine run with validation
 sets, the rate also grows on the first metric of the first validation set, in two ways:
 
 * *plateau* (``patience``, default 2): no new best in the last ``patience * window``
@@ -66,7 +65,7 @@ rows for ``min_data_in_leaf`` and the other split requirements, e.g. 15 rows of 
 start rate) also grows the rate: such a sample gives the noise test nothing to judge, and
 only a larger one lets the trees grow.
 
-Under ``refit_leaves=True`` (:mod:`smart_lgbm.refit`) the noise test grows the rate only
+Under ``refit_leaves=True`` (:mod:`smart_lgbm._engine.refit`) the noise test grows the rate only
 when ``R > 1`` (``threshold="auto"``, the default, means :data:`REFIT_RATIO` there and
 :data:`PLAIN_RATIO`, 0.1, without the refit), and the plateau rule is
 off.  Every leaf value is then the Newton step of *all* its rows, so the leaf-value noise
@@ -76,21 +75,16 @@ step on the full data.  That noise leaves no floor to fight while the signal out
 it costs gain per tree, and growing the rate trades dearer iterations for better splits.
 So the test keeps its statistic, the sampled sums' noise over the excess gain they
 estimate, and asks the question that matters for split choice: does the noise outweigh
-the signal (``R > 1``)?  Measured: the committed comparisons had the noise test at 0.1
-grow FirstOrder's refitted rate at iterations 201-211 on yahoo-like, where the fixed
-rate's NDCG@10 still rose past iteration 800, and lose 0.0006 of best NDCG@10 to it; along
-a fixed-rate refit run (``scripts/probe_rate_schedule.py --refit --structure``, a
-development run, not a committed output) ``R`` stayed below 0.52 over 900 iterations on
-yahoo-like and passed 1 at iteration 280 on higgs-like (whose fixed run reaches the
-config's target at ~235) and 130 on a9a (whose fixed rate 0.1 still improved at 600 rounds).
-A test of the structure itself (the sample's optimism about the tree it grew: in-sample
-gain minus its value noise minus the same leaves' full-data gain, which the refit computes,
-over the full-data excess gain; the probe's ``--structure`` records it) was tried and
-rejected: it rose from the first iterations on every config (past 1.0 by iteration 170 on
-yahoo-like) while the fixed-rate runs kept improving, so no limit on it separates where
-growing paid from where it lost.  The plateau rule was dropped under the refit first (a
-plateau there is the model's own convergence, which a larger sample does not lift: the
-committed mslr-like comparisons before and after, docs/samplers.md).
+the signal (``R > 1``)?  In the committed comparisons (docs/samplers.md) the noise test at
+0.1 grows FirstOrder's refitted rate on yahoo-like where the fixed rate's NDCG@10 still
+rises, and loses best NDCG@10 to it; along a fixed-rate refit run
+(``scripts/probe_rate_schedule.py --refit --structure`` records it) ``R`` stays below 1
+where the fixed rate keeps improving.  A test of the structure itself (the sample's
+optimism about the tree it grew, which the probe's ``--structure`` also records) separates
+no such cases: it rises from the first iterations on every config while the fixed-rate runs
+keep improving.  The plateau rule is off under the refit: a plateau there is the model's
+own convergence, which a larger sample does not lift (the committed mslr-like comparisons,
+docs/samplers.md).
 
 On several machines (:mod:`smart_lgbm.dask`) the per-leaf sums of every machine are added up
 (one exchange per window through the run's ``allgather``), so that every machine takes the
@@ -100,14 +94,21 @@ same decision and draws at the same rate.
 from __future__ import annotations
 
 from numbers import Integral, Real
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from .._validation import Interval, Options, Param
-from .compiled import BLOCK
+from .._numba.kernel_constants import BLOCK
 
-__all__ = ["AdaptiveRate", "adaptive_rate_from_table", "leaf_noise_sums", "observe_sample", "pooled_gains", "pooled_noise_ratio", "resolve_rate"]
+__all__ = ["AdaptiveRate", "AdaptiveRateState", "adaptive_rate_from_table", "leaf_noise_sums", "observe_sample", "pooled_gains",
+           "pooled_noise_ratio", "rate_state"]
+
+#: ``allgather(tag, value) -> list`` of every machine's value in rank order (:class:`~smart_lgbm.samplers.RunContext`)
+Allgather = Callable[[str, Any], list]
+#: ``(set, metric, value, higher is better)``, one validation score
+ValidationScore = tuple[str, str, float, bool]
 
 #: rows of :func:`leaf_noise_sums`: G~, H~, V~, S~, N~
 NUM_SUMS = 5
@@ -154,9 +155,7 @@ class AdaptiveRate:
         with ``refit_leaves=True``, whose leaf values carry no sampling noise (module notes).
         A number applies with and without the refit.
     growth : float > 1, default=2.0
-        Factor applied to the rate at each growth (0.1, 0.2, 0.4, then ``maximum``).  A
-        finer x1.5 was faster on higgs-like in development runs but lost 0.0005 NDCG@10 on
-        both mslr-like seeds.
+        Factor applied to the rate at each growth (0.1, 0.2, 0.4, then ``maximum``).
     window : int >= 1, default=10
         Iterations pooled per decision; one decision (and, on several machines, one
         exchange of per-leaf sums) per window.
@@ -165,8 +164,8 @@ class AdaptiveRate:
         new best of the first validation metric; 0 turns it off; off under ``refit_leaves=True``.
     snap : float in (0, 1], default=0.5
         A grown rate above it becomes ``maximum`` at once (past half the rows a sampled
-        iteration costs nearly a full one, and in development runs sampled trees still lost
-        quality there); 1.0 never skips a step.
+        iteration costs nearly a full one, and sampled trees still cost quality there); 1.0
+        never skips a step.
     slowdown : float in [0, 1), default=0.0
         The diminishing-returns rule grows the rate when the last window improved the
         first validation metric's best by less than this share of its improvement since
@@ -176,9 +175,10 @@ class AdaptiveRate:
     Notes
     -----
     Deterministic: decisions depend only on the gradients, the draws and the trees, all fixed
-    by the seed.  The state of a run lives on its :class:`GradientHistory` (each engine run,
-    each training set of a :class:`smart_lgbm.SmartObjective`, each ``lightgbm.cv`` fold has
-    its own), so one sampler object may serve several runs.  The test reads the leaves of
+    by the seed.  The state of a run (:class:`AdaptiveRateState`, made by :meth:`start_run`)
+    lives in the run's :class:`~smart_lgbm.samplers.RunContext` (each engine run, each
+    training set of a :class:`smart_lgbm.SmartObjective`, each ``lightgbm.cv`` fold has its
+    own), so one sampler object may serve several runs.  The test reads the leaves of
     the newest tree (the sampler asks the engine for them through ``needs_leaves``).
     """
 
@@ -210,45 +210,45 @@ class AdaptiveRate:
 
     # ------------------------------------------------------------------ per run
 
-    def _run_state(self, history: Any, iteration: int) -> _RunState:
-        """The state of the run ``history`` belongs to (fresh at iteration 0 or after a gap)."""
-        state = getattr(history, "rate_control", None)
-        if not isinstance(state, _RunState) or state.owner is not self or iteration <= state.last_iteration \
-                or iteration == 0:
-            state = _RunState(self)
-            history.rate_control = state
-        return state
+    def start_run(self) -> AdaptiveRateState:
+        """The controller's state for a run that starts now (the sampler's
+        :meth:`~smart_lgbm.samplers.Sampler.start_run`): the rate at ``start``, no sums yet."""
+        return AdaptiveRateState(self)
 
-    def rate_for(self, history: Any, iteration: int) -> float:
-        """The rate of ``iteration`` of the run whose gradient history is ``history``."""
-        return self._run_state(history, iteration).rate
+    def rate_for(self, state: AdaptiveRateState, iteration: int) -> float:
+        """The rate of ``iteration`` of the run whose controller state is ``state``."""
+        return state.rate
 
-    def settled(self, history: Any, iteration: int) -> bool:
+    def settled(self, state: AdaptiveRateState, iteration: int) -> bool:
         """Whether the run's rate is at its maximum at ``iteration``: it will not change
         again, and :meth:`observe` ignores the sums."""
-        return self._run_state(history, iteration).rate >= self.maximum
+        return state.rate >= self.maximum
 
-    def observe(self, history: Any, iteration: int, sums: np.ndarray | None,
-                allgather: Any = None, *, refit_leaves: bool = False) -> float:
+    def observe(self, state: AdaptiveRateState, iteration: int, sums: np.ndarray | None,
+                allgather: Allgather | None = None, *, refit_leaves: bool = False,
+                validation: Sequence[ValidationScore] = (), unsplit: bool = False) -> float:
         """Take one iteration's per-leaf sums (:func:`leaf_noise_sums`) and decide at the
         window's end; returns the rate of the next iteration.
 
         ``allgather(tag, value) -> list``, when given (a machine of a distributed run), adds
         up every machine's sums before the decision.  ``refit_leaves``: the sampler's trees
-        get their leaf values from every row (:mod:`smart_lgbm.refit`): the noise test then
-        compares the ratio with :meth:`limit` (1 for the default ``threshold="auto"``), and the
-        plateau rule is off (the module docstring).
+        get their leaf values from every row (:mod:`smart_lgbm._engine.refit`): the noise test
+        then compares the ratio with :meth:`limit` (1 for the default ``threshold="auto"``),
+        and the plateau rule is off (the module docstring).  ``validation``: the validation
+        sets' scores after the previous iteration (the run's
+        :attr:`~smart_lgbm.samplers.RunContext.validation`), which the validation rules judge.
+        ``unsplit``: the previous iteration's sample could not be split (the run's
+        :attr:`~smart_lgbm.samplers.RunContext.unsplit`): the rate grows at the window's end.
         """
-        state = self._run_state(history, iteration)
         state.last_iteration = iteration
         if state.rate >= self.maximum:
             return state.rate
-        score = _first_validation_score(history)
+        score = _first_validation_score(validation)
         if score is not None:
             state.scores.append(score)
         # the previous iteration's sample could not be split: its trees say nothing about the
         # noise (there are none), and a larger sample is what lets them grow
-        state.unsplit = state.unsplit or bool(getattr(history, "unsplit", False))
+        state.unsplit = state.unsplit or unsplit
         state.pending.append(np.zeros((NUM_SUMS, 0)) if sums is None else sums)
         if (iteration + 1) % self.window:
             return state.rate
@@ -275,7 +275,7 @@ class AdaptiveRate:
             return REFIT_RATIO if refit_leaves else PLAIN_RATIO
         return float(self.threshold)
 
-    def _grow(self, state: _RunState, iteration: int) -> None:
+    def _grow(self, state: AdaptiveRateState, iteration: int) -> None:
         """Multiply the run's rate by ``growth`` (past ``snap``: to the maximum)."""
         grown = state.rate * self.growth
         # past half the rows a sampled iteration costs nearly a full one (the pass over
@@ -284,7 +284,7 @@ class AdaptiveRate:
         state.rate = self.maximum if grown > self.snap else min(self.maximum, grown)
         state.grown_at = iteration
 
-    def _plateau(self, state: _RunState, iteration: int) -> bool:
+    def _plateau(self, state: AdaptiveRateState, iteration: int) -> bool:
         """Whether the first validation metric made no new best in the last ``patience *
         window`` iterations, all at the current rate (the engine's validation sets only)."""
         span = self.patience * self.window
@@ -293,7 +293,7 @@ class AdaptiveRate:
             return False
         return min(scores[-span:]) >= min(scores[:-span])
 
-    def _slowed(self, state: _RunState, iteration: int) -> bool:
+    def _slowed(self, state: AdaptiveRateState, iteration: int) -> bool:
         """Whether the first validation metric's best improved, over the last ``window``
         iterations (all at the current rate), by less than ``slowdown`` times its improvement
         since the first iteration (diminishing returns: scale-free, so one default serves
@@ -320,8 +320,10 @@ def adaptive_rate_from_table(table: dict[str, Any]) -> AdaptiveRate:
     return AdaptiveRate(**table)
 
 
-class _RunState:
-    """One run's controller state: its rate and the window's per-iteration sums."""
+class AdaptiveRateState:
+    """One run's controller state: its rate and the window's per-iteration sums
+    (:meth:`AdaptiveRate.start_run`; the run keeps it in its
+    :class:`~smart_lgbm.samplers.RunContext`)."""
 
     def __init__(self, owner: AdaptiveRate) -> None:
         self.owner = owner
@@ -352,10 +354,9 @@ def _add_machines(per_rank: list[list[np.ndarray]]) -> list[np.ndarray]:
     return out
 
 
-def _first_validation_score(history: Any) -> float | None:
+def _first_validation_score(scores: Sequence[ValidationScore]) -> float | None:
     """The first metric on the first validation set after the last iteration, signed so
     that lower is better; None without one (SmartObjective, Dask, no ``valid_sets``)."""
-    scores = getattr(history, "validation", None)
     if not scores:
         return None
     value, higher_is_better = scores[0][2], scores[0][3]
@@ -464,37 +465,37 @@ def leaf_noise_sums(indices: np.ndarray, fit_grad: np.ndarray, fit_hess: np.ndar
     return out
 
 
-def resolve_rate(rate: Any, name: str = "rate") -> float | AdaptiveRate:
-    """A sampler's ``rate``: a number in (0, 1], ``"auto"`` (:class:`AdaptiveRate` with its
-    defaults) or an :class:`AdaptiveRate`."""
-    from .spec import RATE  # the one definition of what a rate accepts
+def rate_state(sampler: Any, state: Any) -> AdaptiveRateState:
+    """The adaptive rate's controller state of the run ``state`` belongs to: the one the
+    run's :class:`~smart_lgbm.samplers.RunContext` keeps (made by the sampler's
+    :meth:`~smart_lgbm.samplers.Sampler.start_run` when the run started, or now, for a
+    state made outside a run)."""
+    run = state.run
+    if not isinstance(run.sampler_state, AdaptiveRateState):
+        run.sampler_state = sampler.start_run()
+    return run.sampler_state
 
-    return RATE.check(rate, label=name)
 
+def observe_sample(sampler: Any, state: Any, indices: np.ndarray, fit_grad: np.ndarray,
+                   fit_hess: np.ndarray, constant_p: float | None = None) -> None:
+    """Feed one iteration's sample to ``sampler``'s adaptive rate (the samplers' shared hook).
 
-def observe_sample(controller: AdaptiveRate, state: Any, indices: np.ndarray, fit_grad: np.ndarray,
-                   fit_hess: np.ndarray, constant_p: float | None = None, refit_leaves: bool = False) -> None:
-    """Feed one iteration's sample to ``controller`` (the samplers' shared hook).
-
-    Uses the newest tree's leaves when the run has them (none before the first tree), and
-    the run's ``allgather`` on a machine of a distributed run.  ``refit_leaves``: the
-    sampler's (:attr:`~smart_lgbm.samplers.Sampler.refit_leaves`), under which the noise
-    test's limit is :meth:`AdaptiveRate.limit` (1 by default) and the plateau rule is off (:meth:`AdaptiveRate.observe`).
+    Uses the newest tree's leaves when the run has them (none before the first tree), the
+    run's validation scores, and the run's ``allgather`` on a machine of a distributed run
+    (:class:`~smart_lgbm.samplers.RunContext`).  Under the sampler's
+    :attr:`~smart_lgbm.samplers.Sampler.refit_leaves` the noise test's limit is
+    :meth:`AdaptiveRate.limit` (1 by default) and the plateau rule is off (:meth:`AdaptiveRate.observe`).
     """
-    from ..distributed import current_worker
-
+    controller: AdaptiveRate = sampler.rate
+    run = rate_state(sampler, state)
     leaves = state.history.leaves
     sums = None
     # once the rate is at its maximum no decision is left: the sums (O(sample), which is
     # then every row at 1.0) would be thrown away
-    if leaves is not None and np.shape(leaves)[0] == state.num_rows \
-            and not controller.settled(state.history, state.iteration):
+    if leaves is not None and np.shape(leaves)[0] == state.num_rows and not controller.settled(run, state.iteration):
         m = indices.shape[0]
-        run = controller._run_state(state.history, state.iteration)
         sums = leaf_noise_sums(indices, fit_grad.reshape(m, -1), fit_hess.reshape(m, -1),
                                state.kernel_arrays()[1], np.asarray(leaves), constant_p, run.leaf_width)
         run.leaf_width = sums.shape[1]  # the next tree has about as many leaves
-    worker = current_worker()
-    controller.observe(state.history, state.iteration, sums,
-                       None if worker is None or worker.num_machines < 2 else worker.allgather,
-                       refit_leaves=refit_leaves)
+    controller.observe(run, state.iteration, sums, state.run.allgather, refit_leaves=sampler.refit_leaves,
+                       validation=state.run.validation, unsplit=state.run.unsplit)

@@ -27,8 +27,9 @@ from typing import Any, cast
 import numpy as np
 
 from ..losses.base import Loss, Target, defining_class
-from . import compiled
-from .adaptive import AdaptiveRate, observe_sample
+from .._numba import kernel_constants as kc
+from . import buffers, draw, rate_solve
+from .adaptive import AdaptiveRate, AdaptiveRateState, Allgather, ValidationScore, observe_sample, rate_state
 from .spec import PROBABILITY_RATE, RATE, REFIT_LEAVES, RHO, refit_leaves_of
 
 
@@ -58,15 +59,6 @@ class GradientHistory:
     def __init__(self, maxlen: int = 0, leaves: np.ndarray | None = None) -> None:
         self.maxlen = max(int(maxlen), 0)
         self.leaves = leaves
-        #: an adaptive rate's state for this run (:mod:`.adaptive`), else None
-        self.rate_control: object = None
-        #: after each engine iteration: (set, metric, value, higher is better) of every
-        #: validation set (the adaptive rate's plateau rule); empty elsewhere
-        self.validation: list[tuple[str, str, float, bool]] = []
-        #: after each engine iteration: whether its sample could not be split (no tree
-        #: grew: the sample is too small for the split requirements); an adaptive rate
-        #: then grows at its next decision
-        self.unsplit = False
         self._slots: list[np.ndarray] = []
         self._count = 0
         self._next = 0
@@ -99,6 +91,45 @@ class GradientHistory:
         return tuple(g for lag in range(self._count, 0, -1) if (g := self.gradient(lag)) is not None)
 
 
+@dataclass
+class RunContext:
+    """What a training run tells its sampler beyond one iteration's gradients.
+
+    A run (:func:`smart_lgbm.train`; each training set of a :class:`smart_lgbm.SmartObjective`,
+    each ``lightgbm.cv`` fold) makes one when it starts and hands it to the sampler with every
+    iteration's :class:`SamplingState` (``state.run``).  The run owns it: one sampler object
+    may serve several runs, each with its own context.
+
+    Attributes
+    ----------
+    sampler_state : object
+        What the sampler's :meth:`Sampler.start_run` returned when the run started (None for
+        samplers that keep nothing per run); an adaptive rate keeps its controller's state here.
+    validation : tuple of (set, metric, value, higher is better)
+        Every validation set's scores after the previous iteration, as
+        ``evaluation_result_list`` holds them (an adaptive rate's validation rules); empty
+        before the first evaluation and in runs without ``valid_sets`` (SmartObjective, Dask).
+    allgather : callable or None
+        On a machine of a distributed run of several machines (:mod:`smart_lgbm.dask`),
+        ``allgather(tag, value)``: every machine's ``value`` in rank order, for a decision all
+        machines must take alike; None on one machine.
+    unsplit : bool
+        After each engine iteration: whether its sample could not be split (no tree grew:
+        too few rows for the split requirements); an adaptive rate then grows at its next
+        decision.  Always False outside :func:`smart_lgbm.train`.
+    """
+
+    sampler_state: Any = None
+    validation: tuple[ValidationScore, ...] = ()
+    allgather: Allgather | None = None
+    unsplit: bool = False
+
+    @classmethod
+    def start(cls, sampler: Sampler, allgather: Allgather | None = None) -> RunContext:
+        """The context of a run of ``sampler`` that starts now (:meth:`Sampler.start_run`)."""
+        return cls(sampler_state=sampler.start_run(), allgather=allgather)
+
+
 class SamplingState:
     """Everything a sampler may look at in one iteration.
 
@@ -123,22 +154,25 @@ class SamplingState:
         Training labels, weights and groups.
     history : GradientHistory
         Gradients of earlier iterations and the leaves of the most recent tree.
-
-    Attributes
-    ----------
-    statistics : smart_lgbm.samplers.compiled.Statistics or None
-        Set by the engine when its fused pass (:mod:`smart_lgbm.fused`) computed ``grad``
-        and ``hess`` together with what the built-in sampler's rate solve reads from them
-        (what it asked for in ``_fused_statistics()``); None otherwise.
-    draw_key : numpy.uint64 or None
-        Set by :func:`smart_lgbm.iteration.draw_iteration` for the built-in ``sample``
-        methods, which it then calls with ``rng=None``: the one 64-bit key their draw takes
-        from the iteration's generator (its first ``random_raw()``), computed without
-        building the generator.  None otherwise (the draw then takes it from ``rng``).
+    run : RunContext, optional
+        The run's context (:class:`RunContext`: the sampler's per-run state, validation
+        scores, the machines' ``allgather``); a fresh one when not given, for a state made
+        outside a run.
+    draw_key : numpy.uint64, optional
+        For a sampler whose ``sample`` takes its randomness as one key
+        (:attr:`Sampler.draws_from_key`): the one 64-bit key its draw would take from the
+        iteration's generator (its first ``random_raw()``), computed without building the
+        generator (:func:`smart_lgbm._engine.draw.draw_key`); the sampler is then called
+        with ``rng=None``.  None otherwise (the draw takes the key from ``rng``).
+    statistics : smart_lgbm.samplers.rate_solve.Statistics, optional
+        What the run's gradient sweep (:mod:`smart_lgbm._engine.sweep`) gathered from
+        ``grad`` and ``hess`` for the built-in sampler's rate solve (what it asked for in
+        ``_fused_statistics()``); None otherwise.
     """
 
     def __init__(self, iteration: int, grad: np.ndarray, hess: np.ndarray, raw: np.ndarray, loss: Loss,
-                 target: Target, history: GradientHistory) -> None:
+                 target: Target, history: GradientHistory, *, run: RunContext | None = None,
+                 draw_key: np.uint64 | None = None, statistics: rate_solve.Statistics | None = None) -> None:
         grad, hess = np.asarray(grad), np.asarray(hess)
         if grad.shape != hess.shape or grad.ndim not in (1, 2) or grad.shape[0] == 0:
             raise ValueError("grad and hess must have the same shape, (n,) or (n, K) with n >= 1; "
@@ -148,9 +182,10 @@ class SamplingState:
         self.loss = loss
         self.target = target
         self.history = history
+        self.run = RunContext() if run is None else run
+        self.draw_key = draw_key
+        self.statistics = statistics
         self._given = {"grad": grad, "hess": hess}
-        self.statistics: compiled.Statistics | None = None
-        self.draw_key: np.uint64 | None = None
         self._converted: dict[tuple[str, Any], np.ndarray] = {}
 
     def _as(self, name: str, dtype: Any) -> np.ndarray:
@@ -186,9 +221,9 @@ class SamplingState:
         """``(g, h)`` as ``(n, K)`` C-contiguous arrays in the dtype given (float32 or float64)."""
         key = ("rows", None)
         if key not in self._converted:
-            g = compiled.as_rows(self._given["grad"])
+            g = buffers.as_rows(self._given["grad"])
             self._converted[key] = g
-            self._converted[("rows_h", None)] = compiled.as_rows(self._given["hess"]).astype(g.dtype, copy=False)
+            self._converted[("rows_h", None)] = buffers.as_rows(self._given["hess"]).astype(g.dtype, copy=False)
         return self._converted[key], self._converted[("rows_h", None)]
 
     @property
@@ -256,20 +291,43 @@ class Sampler(ABC):
         learning rate) instead of from the sample's reweighted gradients: the sample then
         only chooses the splits.  Costs one more pass over the training rows per sampled
         iteration; iterations that draw every row are left as LightGBM fits them.
+    draws_from_key : bool
+        Whether :meth:`sample` takes all its randomness as one 64-bit key,
+        ``state.draw_key``, and accepts ``rng=None`` then (the built-in probability samplers
+        and :class:`Uniform`): the run computes that key without building numpy's generator.
+        False for every other sampler, and for a class that defines its own :meth:`sample`
+        without declaring it again: such a sampler gets the generator.
     """
 
     history_length: int = 0
     needs_leaves: bool = False
     deterministic: bool = False
     refit_leaves: bool = False
+    draws_from_key: bool = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "sample" in vars(cls) and "draws_from_key" not in vars(cls):
+            cls.draws_from_key = False  # its own draw: it gets the generator unless it says otherwise
 
     @abstractmethod
     def sample(self, state: SamplingState, rng: np.random.Generator) -> Sample:
         """Choose this iteration's rows and fitting gradients."""
 
+    def start_run(self) -> Any:
+        """This sampler's state for one run, made when the run starts; None by default.
+
+        A run (an engine run, each training set of a :class:`smart_lgbm.SmartObjective`,
+        each ``lightgbm.cv`` fold) calls it once, keeps what it returns and hands it back
+        with every iteration's state as ``state.run.sampler_state``
+        (:class:`RunContext`): what a sampler learns over a run (an adaptive rate's
+        controller, say) lives there, so one sampler object may serve several runs.
+        """
+        return None
+
     def _fused_statistics(self) -> tuple[int, int] | None:
-        """``(stats, kind)``: what the engine's fused pass (:mod:`smart_lgbm.fused`) gathers
-        for this sampler's next draw (``compiled.STATS_*``, and the importance kind of
+        """``(stats, kind)``: what the engine's fused pass (:mod:`smart_lgbm._engine.sweep`) gathers
+        for this sampler's next draw (``kernel_constants.STATS_*``, and the importance kind of
         ``STATS_SCAN``), or None: the engine takes the unfused path.  Declared by the
         built-in samplers; a user sampler keeps None."""
         return None
@@ -300,7 +358,7 @@ def row_sum(values: np.ndarray) -> np.ndarray:
 def solve_rho(importance: np.ndarray, expected_size: float, max_rounds: int = 64) -> float:
     """Find ``rho`` with ``sum_i min(1, rho * s_i) = expected_size``.
 
-    O(n) and scale-free (see :mod:`smart_lgbm.samplers.compiled`): a few compiled passes,
+    O(n) and scale-free (see :mod:`smart_lgbm.samplers.rate_solve`): a few compiled passes,
     then, only if Newton's iteration has not settled after ``max_rounds`` passes, an exact
     solve by sorting.  If ``expected_size`` is at least the number of rows with positive
     importance, every such row gets ``p = 1`` and ``inf`` is returned (also when ``rho``
@@ -311,7 +369,7 @@ def solve_rho(importance: np.ndarray, expected_size: float, max_rounds: int = 64
     ValueError
         If an importance is NaN, infinite or negative.
     """
-    return compiled.solve_rho_raw(importance, expected_size, max_rounds)
+    return rate_solve.solve_rho_raw(importance, expected_size, max_rounds)
 
 
 class ProbabilitySampler(Sampler):
@@ -341,11 +399,14 @@ class ProbabilitySampler(Sampler):
     if every importance is zero the draw is uniform at ``rate`` (every row with a fixed ``rho``).
     """
 
+    #: the built-in draw takes its randomness as ``state.draw_key`` (:meth:`sample`)
+    draws_from_key = True
+
     def __init_subclass__(cls, importance_kernel: int | None = None, fit_kernel: bool = False,
                           **kwargs: Any) -> None:
         """Register ``cls``'s compiled kernels (the built-in samplers).
 
-        ``importance_kernel``: the importance kind (``compiled.FIRST``, ...) the kernels
+        ``importance_kernel``: the importance kind (``kc.FIRST``, ...) the kernels
         recompute in place of ``cls``'s :meth:`importance` (and of the base
         :meth:`importance_from_state` that calls it); ``fit_kernel``: ``cls``'s ``_fit``
         gives its :meth:`fitting_gradient` to the gather kernel for the drawn rows only.
@@ -358,9 +419,9 @@ class ProbabilitySampler(Sampler):
         """
         super().__init_subclass__(**kwargs)
         if importance_kernel is not None:
-            if "importance" not in vars(cls) or importance_kernel not in compiled.IMPORTANCE_KINDS:
+            if "importance" not in vars(cls) or importance_kernel not in kc.IMPORTANCE_KINDS:
                 raise TypeError(f"{cls.__name__}: importance_kernel needs an importance method in the class and "
-                                f"one of {sorted(compiled.IMPORTANCE_KINDS)}, got {importance_kernel!r}")
+                                f"one of {sorted(kc.IMPORTANCE_KINDS)}, got {importance_kernel!r}")
             _IMPORTANCE_KERNELS[cls] = importance_kernel
         if fit_kernel:
             if "fitting_gradient" not in vars(cls) or "_fit" not in vars(cls):
@@ -382,6 +443,10 @@ class ProbabilitySampler(Sampler):
     def needs_leaves(self) -> bool:  # type: ignore[override]
         """An adaptive rate reads the newest tree's leaves (:mod:`.adaptive`)."""
         return isinstance(self.rate, AdaptiveRate)
+
+    def start_run(self) -> AdaptiveRateState | None:
+        """An adaptive rate's controller state for the run (None for a fixed rate or ``rho``)."""
+        return self.rate.start_run() if isinstance(self.rate, AdaptiveRate) else None
 
     def _fixed_rate(self) -> float | None:
         """The rate outside a run (``probabilities...``): an adaptive rate's start."""
@@ -420,21 +485,21 @@ class ProbabilitySampler(Sampler):
         return stats, kind
 
     def _importance_of(self, g: np.ndarray, h: np.ndarray, kind: int,
-                       state: SamplingState | None = None) -> compiled.Importance:
+                       state: SamplingState | None = None) -> rate_solve.Importance:
         """A built-in importance over ``(n, K)`` arrays; subclasses add their parameters
         (MVS's lambda) or read more of ``state`` (LossBased's per-row loss)."""
-        return compiled.Importance(kind, g.shape[0], g, h)
+        return rate_solve.Importance(kind, g.shape[0], g, h)
 
-    def _importance_of_state(self, state: SamplingState) -> compiled.Importance:
+    def _importance_of_state(self, state: SamplingState) -> rate_solve.Importance:
         g, h = state.kernel_arrays()
         kind = self._compiled_kind()
         if kind is None:
-            return compiled.buffer_importance(self.importance_from_state(state), state.num_rows,
+            return rate_solve.buffer_importance(self.importance_from_state(state), state.num_rows,
                                               type(self).__name__, g, h)
         return self._importance_of(g, h, kind, state)
 
-    def _solve(self, imp: compiled.Importance) -> compiled.Solution:
-        return compiled.solve(imp, self._fixed_rate(), self.rho, type(self).__name__)
+    def _solve(self, imp: rate_solve.Importance) -> rate_solve.Solution:
+        return rate_solve.solve(imp, self._fixed_rate(), self.rho, type(self).__name__)
 
     def probabilities_from_importance(self, importance: np.ndarray) -> np.ndarray:
         """``p_i = min(1, rho * s_i)`` with ``rho`` fixed or solved for the target rate."""
@@ -442,34 +507,34 @@ class ProbabilitySampler(Sampler):
         n = arr.shape[0] if arr.ndim == 1 else -1
         if n < 0:
             raise ValueError(f"{type(self).__name__}: importance must be 1-D, got shape {arr.shape}")
-        return compiled.probabilities(self._solve(compiled.buffer_importance(arr, n, type(self).__name__)))
+        return rate_solve.probabilities(self._solve(rate_solve.buffer_importance(arr, n, type(self).__name__)))
 
     def probabilities(self, grad: np.ndarray, hess: np.ndarray) -> np.ndarray:
         """Inclusion probability ``p_i`` of every row, shape (n,)."""
         kind = self._compiled_kind()
-        if kind is None or kind == compiled.LOSS:
+        if kind is None or kind == kc.LOSS:
             return self.probabilities_from_importance(self.importance(grad, hess))
-        g, h = compiled.as_rows(grad), compiled.as_rows(hess)
-        return compiled.probabilities(self._solve(self._importance_of(g, h.astype(g.dtype, copy=False), kind)))
+        g, h = buffers.as_rows(grad), buffers.as_rows(hess)
+        return rate_solve.probabilities(self._solve(self._importance_of(g, h.astype(g.dtype, copy=False), kind)))
 
     def probabilities_from_state(self, state: SamplingState) -> np.ndarray:
         """Inclusion probability ``p_i`` of every row in the draw :meth:`sample` makes for ``state``."""
         imp = self._importance_of_state(state)
-        return compiled.probabilities(compiled.solve(imp, self._rate_of(state), self.rho, type(self).__name__))
+        return rate_solve.probabilities(rate_solve.solve(imp, self._rate_of(state), self.rho, type(self).__name__))
 
     def _rate_of(self, state: SamplingState) -> float | None:
         """This iteration's rate: the fixed one, or the adaptive rate's for the state's run."""
         if isinstance(self.rate, AdaptiveRate):
-            return self.rate.rate_for(state.history, state.iteration)
+            return self.rate.rate_for(rate_state(self, state), state.iteration)
         return self.rate
 
     # ------------------------------------------------------------ the draw
 
-    def _fit(self, state: SamplingState) -> compiled.Fit:
+    def _fit(self, state: SamplingState) -> draw.Fit:
         """The fitting gradient as the gather kernel takes it (the plain gradient here)."""
-        return compiled.Fit(state.kernel_arrays()[0])
+        return draw.Fit(state.kernel_arrays()[0])
 
-    def _fit_of_state(self, state: SamplingState) -> compiled.Fit:
+    def _fit_of_state(self, state: SamplingState) -> draw.Fit:
         owner = defining_class(type(self), "fitting_gradient")
         if owner in _FIT_KERNELS:  # a built-in fitting gradient: computed for drawn rows only
             return cast("type[ProbabilitySampler]", owner)._fit(self, state)
@@ -477,23 +542,23 @@ class ProbabilitySampler(Sampler):
         if source.shape != state.shape:
             raise ValueError(f"{type(self).__name__}.fitting_gradient returned shape {source.shape}; "
                              f"expected {state.shape}")
-        return compiled.Fit(compiled.as_rows(source))
+        return draw.Fit(buffers.as_rows(source))
 
     def sample(self, state: SamplingState, rng: np.random.Generator | None) -> Sample:
         imp = self._importance_of_state(state)
-        workspace = compiled.workspace_of(self)
+        workspace = buffers.workspace_of(self)
         # The previous iteration's rho starts this one's solve (same answer, fewer passes);
         # only within one run (the iterations follow each other), whatever the sampler did before.
         previous = cast("tuple[int, float] | None", workspace.value("solved_rho"))
         start = previous[1] if previous is not None and previous[0] == state.iteration - 1 else None
-        solution = compiled.solve(imp, self._rate_of(state), self.rho, type(self).__name__, start=start,
+        solution = rate_solve.solve(imp, self._rate_of(state), self.rho, type(self).__name__, start=start,
                                   statistics=state.statistics, workspace=workspace)
         workspace.keep("solved_rho", None if solution.solved_rho is None else (state.iteration, solution.solved_rho))
         h = state.kernel_arrays()[1]
-        indices, grad, hess = compiled.draw_sample(solution, h, self._fit_of_state(state), rng, workspace,
+        indices, grad, hess = draw.draw_sample(solution, h, self._fit_of_state(state), rng, workspace,
                                                    state.one_dimensional, state.draw_key)
         if isinstance(self.rate, AdaptiveRate):
-            observe_sample(self.rate, state, indices, grad, hess, refit_leaves=self.refit_leaves)
+            observe_sample(self, state, indices, grad, hess)
         return Sample(indices, grad, hess)
 
 

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import compiled
+from .._numba import kernel_constants as kc
+from . import buffers, draw, rate_solve
 from .adaptive import AdaptiveRate
 from .base import ProbabilitySampler, SamplingState, row_norm, row_sum
 from .spec import ANCHOR_LAG, ETA, PROBABILITY_RATE, REFIT_LEAVES, REG, RHO
 
 
-class FirstOrder(ProbabilitySampler, importance_kernel=compiled.FIRST):
+class FirstOrder(ProbabilitySampler, importance_kernel=kc.FIRST):
     """First-gradient-proportional sampling (paper Alg. 2): ``p_i = min(1, rho * |g_i|)``.
 
     Drawn rows fit ``g_i / p_i`` and ``h_i / p_i``.  For K trees per iteration ``|g_i|`` is
@@ -32,10 +33,10 @@ class FirstOrder(ProbabilitySampler, importance_kernel=compiled.FIRST):
         return row_norm(grad)
 
     def _fused_statistics(self) -> tuple[int, int] | None:
-        return self._fused_as(compiled.FIRST, compiled.STATS_SCAN)
+        return self._fused_as(kc.FIRST, kc.STATS_SCAN)
 
 
-class SecondOrder(ProbabilitySampler, importance_kernel=compiled.SECOND, fit_kernel=True):
+class SecondOrder(ProbabilitySampler, importance_kernel=kc.SECOND, fit_kernel=True):
     """Second-gradient-proportional sampling (paper Alg. 3), optionally with its DANE-style
     regularised gradient.
 
@@ -103,7 +104,7 @@ class SecondOrder(ProbabilitySampler, importance_kernel=compiled.SECOND, fit_ker
 
     def _fused_statistics(self) -> tuple[int, int] | None:
         # (the regulariser's leaf means read every row's leaf, which the fused walk writes)
-        return self._fused_as(compiled.SECOND, compiled.STATS_SCAN)
+        return self._fused_as(kc.SECOND, kc.STATS_SCAN)
 
     def _anchor_and_leaves(self, state: SamplingState) -> tuple[np.ndarray | None, np.ndarray | None]:
         """The anchor gradient and the newest leaves, or ``(None, None)`` when the
@@ -125,17 +126,17 @@ class SecondOrder(ProbabilitySampler, importance_kernel=compiled.SECOND, fit_ker
             return state.grad
         return regularised_gradient(state.grad, np.asarray(anchor, dtype=np.float64), leaves, self.eta)
 
-    def _fit(self, state: SamplingState) -> compiled.Fit:
+    def _fit(self, state: SamplingState) -> draw.Fit:
         # the regularised gradient of the drawn rows only; the leaf means run over all rows
         g = state.kernel_arrays()[0]
         anchor, leaves = self._anchor_and_leaves(state)
         if anchor is None:
-            return compiled.Fit(g)
-        anchor = compiled.as_rows(anchor).astype(g.dtype, copy=False)
+            return draw.Fit(g)
+        anchor = buffers.as_rows(anchor).astype(g.dtype, copy=False)
         if leaves is None:
-            return compiled.Fit(g, compiled.FIT_ANCHOR, anchor)
-        leaves = compiled.check_leaves(leaves, g.shape, type(self).__name__)
-        return compiled.Fit(g, compiled.FIT_REGULARISED, anchor, leaves, compiled.leaf_means(anchor, leaves), self.eta)
+            return draw.Fit(g, kc.FIT_ANCHOR, anchor)
+        leaves = draw.check_leaves(leaves, g.shape, type(self).__name__)
+        return draw.Fit(g, kc.FIT_REGULARISED, anchor, leaves, draw.leaf_means(anchor, leaves), self.eta)
 
 
 def regularised_gradient(
@@ -152,14 +153,14 @@ def regularised_gradient(
     out = grad - anchor
     if eta == 0.0:
         return out
-    anchor_rows = compiled.as_rows(anchor)
-    leaf_rows = compiled.check_leaves(leaves, anchor_rows.shape, "regularised_gradient", "leaves")
-    means = compiled.leaf_means(anchor_rows, leaf_rows)
+    anchor_rows = buffers.as_rows(anchor)
+    leaf_rows = draw.check_leaves(leaves, anchor_rows.shape, "regularised_gradient", "leaves")
+    means = draw.leaf_means(anchor_rows, leaf_rows)
     per_row = means[np.arange(means.shape[0])[None, :], leaf_rows]  # [i, k] = means[k, leaves[i, k]]
     return out + eta * per_row.reshape(out.shape)
 
 
-class MVS(ProbabilitySampler, importance_kernel=compiled.MVS):
+class MVS(ProbabilitySampler, importance_kernel=kc.MVS):
     """Minimal-variance sampling (Ibragimov & Gusev 2019; CatBoost's default bootstrap).
 
     ``p_i = min(1, sqrt(g_i^2 + lambda * h_i^2) / mu)`` with ``mu`` solved for the target
@@ -199,18 +200,18 @@ class MVS(ProbabilitySampler, importance_kernel=compiled.MVS):
 
     def _fused_statistics(self) -> tuple[int, int] | None:
         # the importance needs lambda of all rows first: the pass gathers lambda's sums
-        return self._fused_as(compiled.MVS, compiled.STATS_NORMS if self.reg == "auto" else compiled.STATS_NONE)
+        return self._fused_as(kc.MVS, kc.STATS_NORMS if self.reg == "auto" else kc.STATS_NONE)
 
     def _importance_of(self, g: np.ndarray, h: np.ndarray, kind: int,
-                       state: SamplingState | None = None) -> compiled.Importance:
+                       state: SamplingState | None = None) -> rate_solve.Importance:
         if self.reg != "auto":
             lam = self.reg
         else:
-            lam = compiled.mvs_lambda(g, h, None if state is None else state.statistics)
-        return compiled.Importance(kind, g.shape[0], g, h, lam=lam)
+            lam = rate_solve.mvs_lambda(g, h, None if state is None else state.statistics)
+        return rate_solve.Importance(kind, g.shape[0], g, h, lam=lam)
 
 
-class LossBased(ProbabilitySampler, importance_kernel=compiled.LOSS):
+class LossBased(ProbabilitySampler, importance_kernel=kc.LOSS):
     """Loss-proportional sampling (the paper's "loss-based" row): ``p_i = min(1, rho * l_i)``.
 
     ``l_i`` is the loss's per-row loss at the current scores (for LambdaRank, each
@@ -238,11 +239,11 @@ class LossBased(ProbabilitySampler, importance_kernel=compiled.LOSS):
         return np.maximum(state.loss.loss(state.raw, state.target), 0.0)
 
     def _importance_of(self, g: np.ndarray, h: np.ndarray, kind: int,
-                       state: SamplingState | None = None) -> compiled.Importance:
+                       state: SamplingState | None = None) -> rate_solve.Importance:
         if state is None:  # probabilities() without a state takes the Python path (kind LOSS)
             raise ValueError(f"{type(self).__name__}: the per-row loss needs the sampling state")
         # the per-row loss, written into a buffer reused across iterations
-        buf = compiled.workspace_of(self).array("loss", state.num_rows, np.float64)
+        buf = buffers.workspace_of(self).array("loss", state.num_rows, np.float64)
         state.loss.compute_loss(state.raw, state.target, buf)
         np.maximum(buf, 0.0, out=buf)  # NaN stays NaN and is refused by the solve
-        return compiled.Importance(compiled.BUFFER, state.num_rows, g, h, buf)
+        return rate_solve.Importance(kc.BUFFER, state.num_rows, g, h, buf)

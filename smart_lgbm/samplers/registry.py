@@ -1,18 +1,62 @@
 """Samplers by name, for configs, the CLI and scikit-learn parameters.
 
-:data:`SPECS` is the one table of built-in samplers (name, class, parameters: see
-:mod:`smart_lgbm.samplers.spec`); :func:`make_sampler`, the estimators' ``sampler``
+:data:`SPECS` is the one table of built-in samplers (:class:`SamplerSpec`: name, class,
+parameters, declared in :mod:`smart_lgbm.samplers.spec`); :func:`make_sampler`, the estimators' ``sampler``
 validation and a comparison config's method kinds and keys all read it when they run.
 """
 
 from __future__ import annotations
 
+import inspect
+from dataclasses import dataclass
 from typing import Any
 
 from .base import Sampler
 from .importance import MVS, FirstOrder, LossBased, SecondOrder
 from .simple import Full, Uniform, WeightTrimming
-from .spec import ALPHA, ANCHOR_LAG, ETA, PROBABILITY_RATE, RATE, REFIT_LEAVES, REG, RHO, SamplerSpec
+from .._validation import Param
+from .spec import ALPHA, ANCHOR_LAG, ETA, PROBABILITY_RATE, RATE, REFIT_LEAVES, REG, RHO
+
+
+@dataclass(frozen=True)
+class SamplerSpec:
+    """A built-in sampler: its registry name, its class and its parameters.
+
+    Parameters
+    ----------
+    name : str
+        The name ``make_sampler``, the estimators' ``sampler=`` and a config's ``kind`` take.
+    cls : type
+        The :class:`~smart_lgbm.samplers.Sampler` subclass.
+    params : tuple of Param
+        Its constructor's parameters, in signature order (a test pins the match).
+    """
+
+    name: str
+    cls: type[Sampler]
+    params: tuple[Param, ...] = ()
+
+    @property
+    def doc(self) -> str:
+        """One line: the first line of the class's docstring."""
+        return inspect.cleandoc(self.cls.__doc__ or self.cls.__name__).splitlines()[0]
+
+    @property
+    def param_names(self) -> tuple[str, ...]:
+        return tuple(p.name for p in self.params)
+
+    def param(self, name: str) -> Param:
+        for p in self.params:
+            if p.name == name:
+                return p
+        raise KeyError(name)
+
+    def check_names(self, given: Any) -> None:
+        """ValueError for a keyword this sampler does not take, listing the ones it does."""
+        unknown = [key for key in given if key not in self.param_names]
+        if unknown:
+            accepted = ", ".join(self.param_names) or "none"
+            raise ValueError(f"unknown parameter {unknown[0]!r} for sampler {self.name!r}; accepted: {accepted}")
 
 SPECS: dict[str, SamplerSpec] = {spec.name: spec for spec in (
     SamplerSpec("full", Full),

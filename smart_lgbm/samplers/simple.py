@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import compiled
+from .._numba import kernel_constants as kc
+from . import buffers, draw, rate_solve, trimming
 from ..losses.base import defining_class
-from .adaptive import AdaptiveRate, observe_sample
+from .adaptive import AdaptiveRate, AdaptiveRateState, observe_sample, rate_state
 from .base import Sample, Sampler, SamplingState
 from .spec import ALPHA, RATE, REFIT_LEAVES, refit_leaves_of
 
@@ -24,7 +25,7 @@ class Full(Sampler):
 
     def _fused_statistics(self) -> tuple[int, int] | None:
         # (every row is drawn: no statistics for a rate; the fused walk gives the next g, h)
-        return None if defining_class(type(self), "sample") is not Full else (compiled.STATS_NONE, 0)
+        return None if defining_class(type(self), "sample") is not Full else (kc.STATS_NONE, 0)
 
 
 class Uniform(Sampler):
@@ -44,6 +45,9 @@ class Uniform(Sampler):
         class attribute (False here; a subclass may declare ``refit_leaves = True``).
     """
 
+    #: the compiled draw takes its randomness as ``state.draw_key`` (:meth:`sample`)
+    draws_from_key = True
+
     def __init__(self, rate: float | str | AdaptiveRate = RATE.default,
                  refit_leaves: bool | None = REFIT_LEAVES.default) -> None:
         self.rate = RATE.check(rate, type(self).__name__)
@@ -54,22 +58,25 @@ class Uniform(Sampler):
         """An adaptive rate reads the newest tree's leaves (:mod:`.adaptive`)."""
         return isinstance(self.rate, AdaptiveRate)
 
+    def start_run(self) -> AdaptiveRateState | None:
+        """An adaptive rate's controller state for the run (None for a fixed rate)."""
+        return self.rate.start_run() if isinstance(self.rate, AdaptiveRate) else None
+
     def sample(self, state: SamplingState, rng: np.random.Generator | None) -> Sample:
         # the compiled draw with the constant importance: p_i = rate.  At rate 1 every row
         # is drawn and the scale is exactly 1.0: the sampling path adds nothing to Full().
         adaptive = isinstance(self.rate, AdaptiveRate)
-        rate = self.rate.rate_for(state.history, state.iteration) if adaptive else self.rate
+        rate = self.rate.rate_for(rate_state(self, state), state.iteration) if adaptive else self.rate
         g, h = state.kernel_arrays()
-        solution = compiled.Solution(compiled.Importance(compiled.CONST, state.num_rows, g, h), 1.0, 1.0, rate)
-        indices, grad, hess = compiled.draw_sample(solution, h, compiled.Fit(g), rng, compiled.workspace_of(self),
+        solution = rate_solve.Solution(rate_solve.Importance(kc.CONST, state.num_rows, g, h), 1.0, 1.0, rate)
+        indices, grad, hess = draw.draw_sample(solution, h, draw.Fit(g), rng, buffers.workspace_of(self),
                                                    state.one_dimensional, state.draw_key)
         if adaptive:
-            observe_sample(self.rate, state, indices, grad, hess, constant_p=rate,
-                           refit_leaves=self.refit_leaves)
+            observe_sample(self, state, indices, grad, hess, constant_p=rate)
         return Sample(indices, grad, hess)
 
     def _fused_statistics(self) -> tuple[int, int] | None:
-        return None if defining_class(type(self), "sample") is not Uniform else (compiled.STATS_NONE, 0)
+        return None if defining_class(type(self), "sample") is not Uniform else (kc.STATS_NONE, 0)
 
 
 class WeightTrimming(Sampler):
@@ -101,10 +108,10 @@ class WeightTrimming(Sampler):
 
     def kept_rows(self, weight: np.ndarray) -> np.ndarray:
         """Sorted int32 indices of the rows kept for weights ``weight`` (shape (n,))."""
-        w = compiled.as_rows(np.asarray(weight, dtype=np.float64).reshape(-1))
-        return compiled.trim(w, w, self.alpha, type(self).__name__, True)[0]
+        w = buffers.as_rows(np.asarray(weight, dtype=np.float64).reshape(-1))
+        return trimming.trim(w, w, self.alpha, type(self).__name__, True)[0]
 
     def sample(self, state: SamplingState, rng: np.random.Generator) -> Sample:
         g, h = state.kernel_arrays()
-        indices, grad, hess = compiled.trim(g, h, self.alpha, type(self).__name__, state.one_dimensional)
+        indices, grad, hess = trimming.trim(g, h, self.alpha, type(self).__name__, state.one_dimensional)
         return Sample(indices, grad, hess)

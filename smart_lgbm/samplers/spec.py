@@ -3,25 +3,20 @@
 Each :class:`~smart_lgbm._validation.Param` here is what a sampler's constructor checks its
 argument with (and takes its default from), what ``make_sampler`` and the estimators accept,
 and what a comparison config's ``[methods.LABEL]`` table accepts (its TOML form,
-:meth:`Param.toml`).  :class:`SamplerSpec` ties a registry name to a class and its
-parameters; the table of built-in specs is :data:`smart_lgbm.samplers.registry.SPECS`.
+:meth:`Param.toml`).  :class:`smart_lgbm.samplers.registry.SamplerSpec` ties a registry name
+to a class and its parameters.
 """
 
 from __future__ import annotations
 
-import inspect
 from dataclasses import dataclass
 from numbers import Integral, Real
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .._validation import Boolean, Constraint, InstanceOf, Interval, NoneValue, Options, Param
 from .adaptive import AdaptiveRate, adaptive_rate_from_table
 
-if TYPE_CHECKING:
-    from .base import Sampler
-
-__all__ = ["ALPHA", "ANCHOR_LAG", "ETA", "PROBABILITY_RATE", "REFIT_LEAVES", "REG", "RHO", "RATE", "SamplerSpec",
-           "refit_leaves_of"]
+__all__ = ["ALPHA", "ANCHOR_LAG", "ETA", "PROBABILITY_RATE", "REFIT_LEAVES", "REG", "RHO", "RATE", "refit_leaves_of"]
 
 
 def _rate_object(value: Any) -> Any:
@@ -68,53 +63,12 @@ ANCHOR_LAG = Param("anchor_lag", (Interval(Integral, 1, None, closed="left"), No
 REFIT_LEAVES = Param("refit_leaves", (Boolean(), NoneValue()), None,
                      "set each tree's leaf values from all training rows (the sample only chooses the splits); "
                      "None: the sampler class's refit_leaves attribute (False for the built-in samplers)")
-
-
-def refit_leaves_of(sampler: Sampler, value: Any) -> bool:
-    """A sampler's ``refit_leaves`` from its constructor argument: the checked value, or for
-    None the class attribute (a user's subclass may declare ``refit_leaves = True``)."""
-    checked = REFIT_LEAVES.check(value, type(sampler).__name__)
-    return bool(type(sampler).refit_leaves) if checked is None else bool(checked)
 REG = Param("reg", (Interval(Real, 0, None, closed="left"), Options(("auto",))), "auto",
             "lambda of sqrt(g^2 + lambda h^2); \"auto\": (sum|g| / sum h)^2 each iteration")
 
 
-@dataclass(frozen=True)
-class SamplerSpec:
-    """A built-in sampler: its registry name, its class and its parameters.
-
-    Parameters
-    ----------
-    name : str
-        The name ``make_sampler``, the estimators' ``sampler=`` and a config's ``kind`` take.
-    cls : type
-        The :class:`~smart_lgbm.samplers.Sampler` subclass.
-    params : tuple of Param
-        Its constructor's parameters, in signature order (a test pins the match).
-    """
-
-    name: str
-    cls: type[Sampler]
-    params: tuple[Param, ...] = ()
-
-    @property
-    def doc(self) -> str:
-        """One line: the first line of the class's docstring."""
-        return inspect.cleandoc(self.cls.__doc__ or self.cls.__name__).splitlines()[0]
-
-    @property
-    def param_names(self) -> tuple[str, ...]:
-        return tuple(p.name for p in self.params)
-
-    def param(self, name: str) -> Param:
-        for p in self.params:
-            if p.name == name:
-                return p
-        raise KeyError(name)
-
-    def check_names(self, given: Any) -> None:
-        """ValueError for a keyword this sampler does not take, listing the ones it does."""
-        unknown = [key for key in given if key not in self.param_names]
-        if unknown:
-            accepted = ", ".join(self.param_names) or "none"
-            raise ValueError(f"unknown parameter {unknown[0]!r} for sampler {self.name!r}; accepted: {accepted}")
+def refit_leaves_of(sampler: Any, value: Any) -> bool:
+    """A sampler's ``refit_leaves`` from its constructor argument: the checked value, or for
+    None the class attribute (a user's subclass may declare ``refit_leaves = True``)."""
+    checked = REFIT_LEAVES.check(value, type(sampler).__name__)
+    return bool(type(sampler).refit_leaves) if checked is None else bool(checked)

@@ -1,0 +1,1 @@
+"""numba infrastructure shared by every compiled module."""
