@@ -34,6 +34,10 @@ START = "<!-- results-table:start -->"
 END = "<!-- results-table:end -->"
 NOT_RECORDED = "not recorded"
 GROUPS = ("stock LightGBM", "other libraries", "smart-lgbm")
+# The smart-lgbm method README's table shows: the one the guide recommends (docs/choosing.md),
+# the same on every data set, never the per-table fastest; the first of these labels a
+# comparison ran. A comparison with none of them shows its fastest smart-lgbm method, marked so.
+RECOMMENDED = ("auto", "first_order_auto_refit")
 
 
 # --------------------------------------------------------------------------- reading
@@ -300,11 +304,20 @@ def _fastest(rows: Sequence[MethodRow]) -> MethodRow | None:
     return min(reached, key=lambda r: r.to_target[0]) if reached else None  # type: ignore[arg-type, return-value]
 
 
+def _recommended(rows: Sequence[MethodRow]) -> tuple[MethodRow | None, bool]:
+    """The recommended smart-lgbm method's row, or the fastest one's (and False) without it."""
+    by_label = {r.label: r for r in rows}
+    for label in RECOMMENDED:
+        if label in by_label:
+            return by_label[label], True
+    return _fastest(rows), False
+
+
 def summary_markdown(experiments: Sequence[Experiment], link: str) -> str:
     """The one-screen table: per experiment, stock full's time to the target, the fastest
-    other method and the fastest smart-lgbm method, with their speed-ups."""
+    other method and the recommended smart-lgbm method, with their speed-ups."""
     lines = [
-        "| data | target | stock LightGBM full | fastest other method | fastest smart-lgbm method | "
+        "| data | target | stock LightGBM full | fastest other method | smart-lgbm, recommended method | "
         "smart-lgbm vs stock full | smart-lgbm vs fastest other |",
         "|---|---|---:|---|---|---:|---:|",
     ]
@@ -313,31 +326,40 @@ def summary_markdown(experiments: Sequence[Experiment], link: str) -> str:
         full = next((r for r in exp.rows if r.kind == "stock_full"), None)
         others = [r for r in exp.rows if r.group != GROUPS[2] and r is not full]
         ours = [r for r in exp.rows if r.group == GROUPS[2]]
-        best_other, best_ours = _fastest(others), _fastest(ours)
+        best_other = _fastest(others)
+        best_ours, recommended = _recommended(ours)
         sign = "-" if exp.higher_is_better else "+"
         target = f"best {exp.metric} {sign} " + (f"{exp.tolerance:g}" if exp.tolerance is not None else "?")
 
         def cell(row: MethodRow | None) -> str:
             if row is None:
                 return "none reaches it"
+            if row.to_target[0] is None:
+                return f"`{row.label}` not reached"
             return f"`{row.label}` {_seconds(row.to_target[0])} s"
 
         full_cell = "—" if full is None else (_seconds(full.to_target[0]) + " s" if full.to_target[0] is not None
                                               else "not reached")
         vs_full = f"{best_ours.to_target[2]:.2f}x" if best_ours and best_ours.to_target[2] is not None else "—"
         vs_other = "—"
-        if best_ours is not None and best_other is not None:
+        ours_cell = cell(best_ours) + ("" if recommended or best_ours is None else " (fastest)")
+        if best_ours is None or best_ours.to_target[0] is None:
+            vs_other = "—"
+        elif best_other is not None:
             vs_other = f"{best_other.to_target[0] / best_ours.to_target[0]:.2f}x"  # type: ignore[operator]
         elif best_ours is not None:
             vs_other = "only smart-lgbm"
         lines.append(f"| [{exp.name}]({link}#{exp.anchor}) ({_kind_of_data(exp)}) | {target} | {full_cell} | "
-                     f"{cell(best_other)} | {cell(best_ours)} | {vs_full} | {vs_other} |")
+                     f"{cell(best_other)} | {ours_cell} | {vs_full} | {vs_other} |")
         notes.append(f"{exp.name}: {', '.join(exp.dates) or NOT_RECORDED}")
     machines = sorted({m for exp in experiments for m in exp.machines})
     versions = sorted({v for exp in experiments for v in exp.versions})
     lines += ["", "Training seconds (evaluation excluded) until a method first reaches stock LightGBM full's best "
               "validation quality within the stated tolerance; each row is one comparison of every method on "
-              "the same data and machine. "
+              "the same data and machine. smart-lgbm's column shows the method the guide recommends (docs/"
+              "choosing.md), the same on every data set: " + ", ".join(f"`{label}`" for label in RECOMMENDED)
+              + ", the first a comparison ran; a comparison without it shows its fastest smart-lgbm method, "
+              "marked (fastest). "
               + (f"Commands, every method's figures and plots: [the results page]({link}). " if link else "")
               + f"Machine: {'; '.join(machines)}. Versions: {'; '.join(versions)}. Dates: {'; '.join(notes)}."]
     return "\n".join(lines) + "\n"
