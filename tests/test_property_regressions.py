@@ -59,12 +59,12 @@ def test_loss_parameters_lightgbm_refuses_are_refused_before_training(params, na
                                           ({"min_data_in_bin": 0}, "min_data_in_bin")])
 def test_tree_parameters_lightgbm_refuses_are_value_errors_before_binning(params, name, monkeypatch):
     # found as a LightGBMError raised while the engine binned the data
-    from smart_lgbm import engine
+    from smart_lgbm._engine import training
 
     def never(*args, **kwargs):
         raise AssertionError("the data were read before the parameters were checked")
 
-    monkeypatch.setattr(engine, "prepare_train", never)
+    monkeypatch.setattr(training, "prepare_train", never)
     X = np.zeros((20, 2))
     with pytest.raises(ValueError, match=name):
         _quiet(sl.train, {"objective": "binary", "verbosity": -1, **params}, lgb.Dataset(X, np.zeros(20)), 2)
