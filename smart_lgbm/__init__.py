@@ -12,10 +12,22 @@ from . import _lightgbm
 
 _lightgbm.check_version()
 
+from ._numba import runtime as _runtime  # noqa: E402
+
+# (a read-only install whose numba cache cannot be written anywhere: the kernels compile
+# without it; nothing changes in numba where a cache can be written)
+_runtime.allow_uncached_kernels()
+
 from ._version import __version__  # noqa: E402
 from .callback import record_sampling  # noqa: E402
 from .engine import train  # noqa: E402
-from .exceptions import IterationNotSplitWarning, NoMoreSplitsWarning, SlowPathWarning, SmartLGBMWarning  # noqa: E402
+from .exceptions import (  # noqa: E402
+    IterationNotSplitWarning,
+    NoCacheWarning,
+    NoMoreSplitsWarning,
+    SlowPathWarning,
+    SmartLGBMWarning,
+)
 from .objective import SmartObjective  # noqa: E402
 from .samplers import (  # noqa: E402
     MVS,
@@ -44,6 +56,7 @@ __all__ = [
     "Full",
     "IterationNotSplitWarning",
     "LossBased",
+    "NoCacheWarning",
     "NoMoreSplitsWarning",
     "ProbabilitySampler",
     "Sample",

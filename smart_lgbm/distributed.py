@@ -102,6 +102,15 @@ class Worker:
         local = np.asarray(loss.init_score(target), dtype=np.float64)
         return _sum_in_order(self.allgather("initial_score", local)) / self.num_machines
 
+    def share_class_counts(self, loss: Loss, target: Target) -> None:
+        """Put the class counts of all machines' rows into ``target`` for a binary loss with
+        ``is_unbalance`` (LightGBM's ``BinaryLogloss::Init`` sums them over the network), so
+        that every machine weighs the classes alike; nothing for any other loss."""
+        if isinstance(loss, BinaryLogloss) and loss.is_unbalance:
+            positive = int(np.count_nonzero(target.label > 0.0))
+            counts = np.array([target.num_rows - positive, positive], dtype=np.int64)
+            target.cache["class_counts"] = tuple(int(c) for c in _sum_in_order(self.allgather("class_counts", counts)))
+
 
 def _sum_in_order(values: list[np.ndarray]) -> np.ndarray:
     total = np.zeros_like(np.asarray(values[0], dtype=np.float64))
@@ -126,7 +135,9 @@ def on_network(network: Network, worker: Worker) -> Iterator[None]:
     network in thread-local state): train inside the block, e.g.
     ``with on_network(net, me): SmartClassifier(**params).fit(X, y)`` with the network
     parameters and ``tree_learner="data"`` in ``params``.  The network is left on exit,
-    also when training fails.
+    also when training fails; then this machine's links are reset rather than closed
+    (:func:`smart_lgbm._lightgbm.reset_links`), so that the peers waiting on it fail too
+    instead of waiting forever.
     """
     if not 0 <= worker.rank < network.num_machines or worker.num_machines != network.num_machines:
         raise ValueError(f"rank {worker.rank} of {worker.num_machines} machines does not fit a network of "
@@ -135,6 +146,11 @@ def on_network(network: Network, worker: Worker) -> Iterator[None]:
     token = _CURRENT.set(worker)
     try:
         yield
+    except BaseException:
+        # a failure here: the peers may be waiting in LightGBM's receives from this machine;
+        # reset links make them fail at once and leave the network too (not hang)
+        _lightgbm.reset_links(network.machines, network.local_listen_port)
+        raise
     finally:
         _CURRENT.reset(token)
         _lightgbm.network_free()

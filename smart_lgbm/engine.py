@@ -13,6 +13,7 @@ to :func:`lightgbm.train` itself where sampling does not pay
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -21,7 +22,7 @@ import lightgbm as lgb
 from . import _engine
 from .samplers import Sampler
 
-__all__ = ["train"]
+__all__ = ["check_training", "train"]
 
 
 def train(
@@ -33,6 +34,8 @@ def train(
     valid_sets: Sequence[lgb.Dataset] | lgb.Dataset | None = None,
     valid_names: Sequence[str] | str | None = None,
     feval: Callable | list[Callable] | None = None,
+    init_model: lgb.Booster | str | os.PathLike | None = None,
+    keep_training_booster: bool = False,
     callbacks: list[Callable] | None = None,
 ) -> lgb.Booster:
     """Train a LightGBM model, each tree fitted on a sample of the rows where that pays.
@@ -54,7 +57,8 @@ def train(
     ----------
     params : dict
         LightGBM parameters (names or aliases).  ``objective`` is a LightGBM name
-        (``binary``, ``regression``, ``multiclass``, ``lambdarank``) or a
+        (``binary``, ``regression``, ``multiclass``, ``lambdarank``, ``huber``,
+        ``cross_entropy``) or a
         :class:`smart_lgbm.losses.Loss`.  ``seed`` (default 0) drives all randomness.
         Refused with the reason: ``boosting`` other than gbdt, ``data_sample_strategy="goss"``,
         bagging (``bagging_fraction < 1`` with ``bagging_freq > 0``), ``linear_tree``.
@@ -70,6 +74,17 @@ def train(
         As in ``lightgbm.train``; passing ``train_set`` itself evaluates the training set.
     feval : callable or list of callables, optional
         ``feval(preds, eval_data) -> (name, value, is_higher_better)`` as in ``lightgbm.train``.
+    init_model : lightgbm.Booster, str or path, optional
+        Continue training this model (a Booster, or a model file), as ``lightgbm.train``
+        does: every row starts from its raw prediction (a Dataset's own ``init_score`` is
+        replaced, with a warning), iterations are numbered on from its own, and the result
+        holds its trees, then the new ones.  The Datasets need their raw data for the
+        prediction (not freed by construction).
+    keep_training_booster : bool, default=False
+        As in ``lightgbm.train``: True returns a Booster that keeps a copy of the training
+        data and the validation sets (``eval_train``, ``eval_valid`` work; ``update``
+        continues with stock LightGBM) and all its trees, also after early stopping; False
+        a Booster loaded from the model (up to the best iteration after early stopping).
     callbacks : list of callables, optional
         ``lightgbm.early_stopping``, ``log_evaluation``, ``record_evaluation``,
         ``reset_parameter`` and :func:`smart_lgbm.record_sampling` work unchanged.
@@ -81,4 +96,29 @@ def train(
         (where ``sampler="auto"`` chose stock LightGBM, ``lightgbm.train``'s own, with the
         choice's line in its parameters).
     """
-    return _engine.train(params, train_set, num_boost_round, sampler, valid_sets, valid_names, feval, callbacks)
+    return _engine.train(params, train_set, num_boost_round, sampler, valid_sets, valid_names, feval, callbacks,
+                         init_model, keep_training_booster)
+
+
+def check_training(params: dict[str, Any], train_set: lgb.Dataset, num_boost_round: int = 100, *,
+                   sampler: Sampler | str | None = None, valid_sets: Sequence[lgb.Dataset] | lgb.Dataset | None = None,
+                   valid_names: Sequence[str] | str | None = None, feval: Callable | list[Callable] | None = None,
+                   init_model: lgb.Booster | str | os.PathLike | None = None, keep_training_booster: bool = False,
+                   callbacks: list[Callable] | None = None) -> None:
+    """Make the checks :func:`train` makes, train nothing.
+
+    The parameters, the sampler, the init model, and the data as far as they can be checked
+    without binning it: labels, weights, query groups and initial scores of the training
+    and validation sets (the loss's and the metrics' checks), the validation sets' widths,
+    the init model's.  Arguments as :func:`train`'s.  A distributed fit
+    (:mod:`smart_lgbm.dask`) runs it on every machine's rows before any machine joins
+    LightGBM's network, where one machine's late refusal would leave the others waiting.
+
+    Raises
+    ------
+    ValueError, TypeError
+        What :func:`train` would raise for these arguments before training.
+    """
+    _engine.check_training(params, train_set, num_boost_round, sampler=sampler, valid_sets=valid_sets,
+                           valid_names=valid_names, feval=feval, init_model=init_model,
+                           keep_training_booster=keep_training_booster, callbacks=callbacks)

@@ -8,7 +8,7 @@ catch them.
 
 from __future__ import annotations
 
-__all__ = ["IterationNotSplitWarning", "NoMoreSplitsWarning", "SlowPathWarning", "SmartLGBMWarning"]
+__all__ = ["IterationNotSplitWarning", "NoCacheWarning", "NoMoreSplitsWarning", "SlowPathWarning", "SmartLGBMWarning"]
 
 
 class SmartLGBMWarning(UserWarning):
@@ -32,3 +32,10 @@ class SlowPathWarning(SmartLGBMWarning):
     the engine's walk: its raw features are not in memory (a Dataset built from a file, or
     constructed with ``free_raw_data=True``).  Issued once per run; the models are the same
     either way."""
+
+
+class NoCacheWarning(SmartLGBMWarning):
+    """numba can write its on-disk cache nowhere for the package's compiled kernels (a
+    read-only install whose user cache folder cannot be written either, e.g. HOME=/ in a
+    container): they are compiled in every process, which costs seconds at the first use of
+    each.  Issued once per process; set ``NUMBA_CACHE_DIR`` to a writable folder to keep them."""

@@ -329,11 +329,19 @@ class SmartObjective:
         boosters = model.boosters if isinstance(model, lgb.CVBooster) else [model]
         fresh = env.iteration == env.begin_iteration
         if fresh:  # a new run: nothing carries over from an earlier one
-            om.refuse_raw_score_metrics(env.params, self.loss,
-                                        any(_lightgbm.has_validation_sets(b) for b in boosters))
+            error = om.raw_score_metric_error(env.params, self.loss)
+            if error is not None:
+                if any(_lightgbm.has_validation_sets(b) for b in boosters):
+                    raise ValueError(error)
+                for booster in boosters:  # the training set may still be evaluated (valid_sets=[dtrain])
+                    _lightgbm.refuse_training_evaluation(booster, error)
             self._runs.clear()
             for values in self.record.values():
                 values.clear()
+        if fresh and network_rank(canonicalize(env.params)) is not None and getattr(self.loss, "is_unbalance", False):
+            raise ValueError("is_unbalance=True: on a LightGBM network SmartObjective sees only this machine's rows, "
+                             "and the class weights come from the counts of all machines' rows; train with "
+                             "smart_lgbm.dask, or give scale_pos_weight (the ratio of the counts) instead")
         for booster in boosters:
             train_set = getattr(booster, "train_set", None)
             if not isinstance(train_set, lgb.Dataset):

@@ -7,8 +7,9 @@ stopping and ``lightgbm.cv`` then act on wrong numbers.  This module gives the o
 * :class:`SmartMetric`: a ``feval`` (``lightgbm.train``/``cv``) and ``eval_metric``
   (LightGBM's estimators) computing LightGBM's metrics, under LightGBM's names, on the
   loss's transformed scores with the engine's metrics (:mod:`smart_lgbm.metrics`);
-* :func:`refuse_raw_score_metrics`: the clear error the objective's callback raises when
-  LightGBM itself would compute such a metric on raw scores for a validation set;
+* :func:`raw_score_metric_error`: the clear error the objective's callback raises when
+  LightGBM itself would compute such a metric on raw scores for a validation set or the
+  training set;
 * :func:`finalize`: the trained Booster as the stock objective's model (its ``objective=``
   line, the constant initial score folded into the first trees), whose ``predict`` gives
   probabilities.
@@ -149,26 +150,29 @@ def metric_params(metric: str | Sequence[str] | None, options: dict[str, Any]) -
     return {**options, "metric": metric} if metric is not None else dict(options)
 
 
-def refuse_raw_score_metrics(params: dict[str, Any], loss: Loss, evaluates: bool) -> None:
-    """Raise ValueError when LightGBM would report a metric of raw scores as the loss's.
+def raw_score_metric_error(params: dict[str, Any], loss: Loss) -> str | None:
+    """The error to raise when LightGBM would report a metric of raw scores as the loss's, or None.
 
-    ``params`` are the run's LightGBM parameters (``env.params``), ``evaluates`` whether
-    the run has validation sets.  A metric LightGBM computes on the objective's converted
-    output (log-loss, error, the regression metrics...) gets raw scores with a custom
-    objective; that is right only for a loss without an output transform.
+    ``params`` are the run's LightGBM parameters (``env.params``).  A metric LightGBM
+    computes on the objective's converted output (log-loss, error, the regression
+    metrics...) gets raw scores with a custom objective; that is right only for a loss
+    without an output transform.  The objective's callback raises it at once when the run
+    has validation sets, and makes the Booster's ``eval_train`` raise it (the training set,
+    ``valid_sets=[dtrain]`` or ``eval_set=[(X, y)]``, is evaluated through that alone).
     """
-    if not evaluates or not _has_output_transform(loss):
-        return
+    if not _has_output_transform(loss):
+        return None
     names = [ALIASES.get(e, e) for e in _metric_entries(canonicalize(params).get("metric"))]
     wrong = [n for n in names if (n in METRICS or n in AT_K_METRICS) and n not in _RAW_SCORE_METRICS]
     if wrong:
-        raise ValueError(
+        return (
             f"metric {', '.join(map(repr, wrong))} would be computed by LightGBM on raw scores (a custom objective "
             "has no output transform), so the reported values, early stopping and lightgbm.cv would act on wrong "
             "numbers. Set 'metric': 'None' and pass feval=obj.feval (lightgbm.train, lightgbm.cv) or "
             "metric='None', eval_metric=obj.feval (LightGBM's estimators); obj.metrics('auc', ...) gives other "
             "metrics. Metrics of raw scores (auc, average_precision, auc_mu, ndcg, map) are right as they are."
         )
+    return None
 
 
 def _constant_init(init_score: Any, k: int) -> np.ndarray:

@@ -47,15 +47,15 @@ not LightGBM parameters (and, at predict, an ``objective`` that is a
 :class:`smart_lgbm.losses.Loss`, which LightGBM's C predictor cannot take).  Every use of LightGBM's private names lives in
 :mod:`smart_lgbm._lightgbm` ("scikit-learn estimator internals").
 
-What differs from LightGBM's estimators: with a sampler given, parameters the engine cannot
-honour are refused with ValueError at ``fit`` (``boosting_type`` other than ``"gbdt"``, ``subsample < 1`` with
-``subsample_freq > 0``, ``data_sample_strategy="goss"``, ``linear_tree``, ``is_unbalance``/
-``scale_pos_weight``), as are ``init_model`` (continued training) and objectives other than
-binary, multiclass, regression (L2), lambdarank or a :class:`smart_lgbm.losses.Loss` instance
-(meant for the regressor: the classifier's ``predict_proba`` assumes a probability model); a
+What differs from LightGBM's estimators: with a sampler given, parameters the engine cannot honour are refused
+with ValueError at ``fit`` (``boosting_type`` other than ``"gbdt"``, ``subsample < 1`` with
+``subsample_freq > 0``, ``data_sample_strategy="goss"``, ``linear_tree``), as are objectives
+other than binary, multiclass, regression (L2), huber, cross_entropy, lambdarank or a
+:class:`smart_lgbm.losses.Loss` instance (meant for the regressor: the classifier's
+``predict_proba`` assumes a probability model; docs/engine.md lists every refusal); a
 callable ``objective`` is refused with TypeError (wrap it as a
 :class:`smart_lgbm.losses.CustomLoss`).  The default ``sampler="auto"`` hands such fits
-(except ``init_model``) to stock LightGBM instead, as it hands it small data.
+to stock LightGBM instead, as it hands it small data.
 """
 
 from __future__ import annotations
@@ -63,6 +63,7 @@ from __future__ import annotations
 import copy
 import inspect
 from collections.abc import Callable
+from contextvars import ContextVar
 from typing import Any
 
 import lightgbm as lgb
@@ -71,6 +72,7 @@ import numpy as np
 from . import _lightgbm
 from .callback import record_sampling
 from .losses.base import Loss
+from .engine import check_training
 from .engine import train as engine_train
 from .samplers import Sampler, make_sampler
 from .samplers.registry import sampler_names
@@ -127,6 +129,7 @@ class _EngineFit(lgb.LGBMModel):
 
     def fit(self, *args: Any, **kwargs: Any) -> _EngineFit:  # signature: LGBMModel.fit's (set below)
         """``LGBMModel.fit`` with the engine as trainer; arguments as there."""
+        check_only = _CHECK_ONLY.get()
         sampler = _check_sampler(getattr(self, "sampler", None), getattr(self, "sampler_params", None))
         record: dict[str, list[Any]] = {}
         engine_runs: list[bool] = []
@@ -144,13 +147,13 @@ class _EngineFit(lgb.LGBMModel):
         ) -> lgb.Booster:
             # Keyword-only and without **kwargs on purpose: if LightGBM starts passing a
             # new argument, fitting fails loudly instead of ignoring it.
-            if init_model is not None:
-                raise ValueError(
-                    "init_model is not supported: smart_lgbm.train starts every model from scratch; "
-                    "give the previous model's raw predictions as init_score instead"
-                )
             engine_runs.append(True)
             _lightgbm.sklearn_check_label(train_set.label)
+            if check_only:
+                check_training({k: v for k, v in params.items() if v is not None}, train_set, num_boost_round,
+                               sampler=sampler, valid_sets=valid_sets or None, valid_names=valid_names,
+                               feval=feval or None, init_model=init_model, callbacks=callbacks)
+                raise _Checked
             # lightgbm.train drops None-valued parameters when it writes its C config
             # (random_state=None is LGBMModel's default); the engine validates values, so
             # drop them here the same way.
@@ -174,6 +177,7 @@ class _EngineFit(lgb.LGBMModel):
                 valid_sets=valid_sets or None,
                 valid_names=valid_names,
                 feval=feval or None,
+                init_model=init_model,  # (a Booster, a model file, or an estimator's booster_)
                 callbacks=[*callbacks, record_sampling(record)],
             )
             _lightgbm.sklearn_record_feature_names(train_set)
@@ -181,7 +185,10 @@ class _EngineFit(lgb.LGBMModel):
 
         # The installed LightGBM's own fit code, arguments and all: whatever its version
         # accepts (4.7 added eval_X/eval_y) is accepted and checked exactly as there.
-        _lightgbm.sklearn_fit_with_train(train)(self, *args, **kwargs)
+        try:
+            _lightgbm.sklearn_fit_with_train(train)(self, *args, **kwargs)
+        except _Checked:
+            return self
         if not engine_runs:
             raise RuntimeError(
                 "LightGBM's fit returned without calling smart_lgbm.train; this lightgbm version "
@@ -202,6 +209,35 @@ class _EngineFit(lgb.LGBMModel):
         if not self.__sklearn_is_fitted__():
             raise _lightgbm.sklearn_not_fitted_error()("No sampling record found. Need to call fit beforehand.")
         return self._sampling_record
+
+
+class _Checked(Exception):  # noqa: N818 - a signal, not an error
+    """Raised by :func:`check_fit`'s training call once everything is checked."""
+
+
+_CHECK_ONLY: ContextVar[bool] = ContextVar("smart_lgbm_check_only", default=False)
+
+
+def check_fit(estimator: _EngineFit, *args: Any, **kwargs: Any) -> None:
+    """Run ``estimator.fit(*args, **kwargs)``'s checks, and train nothing.
+
+    LightGBM's own estimator code runs as in ``fit`` (input validation, label encoding,
+    class and sample weights, the evaluation sets, the Datasets), then, instead of
+    training, :func:`smart_lgbm.engine.check_training` checks what ``smart_lgbm.train``
+    would.  ``estimator`` is left with the attributes LightGBM's ``fit`` sets before training
+    (use a fresh one).  :mod:`smart_lgbm.dask` runs it on every worker's rows before any
+    worker joins LightGBM's network.
+
+    Raises
+    ------
+    ValueError, TypeError
+        What ``fit`` would raise before training.
+    """
+    token = _CHECK_ONLY.set(True)
+    try:
+        estimator.fit(*args, **kwargs)
+    finally:
+        _CHECK_ONLY.reset(token)
 
 
 def _smart_init(

@@ -30,3 +30,24 @@ def a9a_small(a9a):
 @pytest.fixture
 def rng():
     return np.random.default_rng(12345)
+
+
+# --------------------------------------------------------------------------- hypothesis profiles
+#
+# The differential property tests (tests/test_properties.py) run a fixed, derandomized budget
+# in CI ("ci", the default: the same examples every run, a few minutes on two cores) and a
+# long random search before releases: SMART_LGBM_HYPOTHESIS=release scripts/test
+# tests/test_properties.py (see that module's docstring).
+try:
+    from hypothesis import HealthCheck, settings
+except ImportError:  # (the test extra is not installed: the property tests are skipped)
+    pass
+else:
+    import os
+
+    _SLOW = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much]
+    settings.register_profile("ci", max_examples=25, deadline=None, derandomize=True, print_blob=True,
+                              suppress_health_check=_SLOW)
+    settings.register_profile("release", max_examples=400, deadline=None, print_blob=True,
+                              suppress_health_check=_SLOW)
+    settings.load_profile(os.environ.get("SMART_LGBM_HYPOTHESIS", "ci"))

@@ -189,10 +189,12 @@ def test_bad_data_files_exit_2_naming_the_file(tmp_path, capsys, make, data, mes
 @pytest.mark.parametrize(
     "params, message",
     [
-        ("num_leaves = 1", r"method 'stock_full' cannot train: Check failed: \(num_leaves\) > \(1\)$"),
-        ("max_bin = 1", r"method 'stock_full' cannot train: .*max_bin"),
-        ("learning_rate = -0.1", r"cannot train: .*learning_rate"),
-        ("lambda_l2 = -1.0", r"cannot train: .*lambda_l2"),
+        # (refused when the config is read: the engine methods' parameters go through
+        # LightGBM's own checks then)
+        ("num_leaves = 1", r"method 'uniform': LightGBM refuses the parameters: Check failed: \(num_leaves\) > \(1\)$"),
+        ("max_bin = 1", r"method 'uniform': LightGBM refuses the parameters: .*max_bin"),
+        ("learning_rate = -0.1", r"refuses the parameters: .*learning_rate"),
+        ("lambda_l2 = -1.0", r"refuses the parameters: .*lambda_l2"),
     ],
 )
 def test_parameters_lightgbm_refuses_exit_2_before_training(tmp_path, capsys, params, message):
@@ -221,9 +223,9 @@ def test_a_metric_that_does_not_fit_the_objective_exits_2(tmp_path, capsys, metr
 
 
 def test_an_objective_the_engine_refuses_names_the_method(tmp_path, capsys):
-    body = 'metric = "l2"\nparams = { objective = "huber" }\ndata = { source = "bundled", name = "a9a", max_rows = 300 }\n'
+    body = 'metric = "l2"\nparams = { objective = "quantile" }\ndata = { source = "bundled", name = "a9a", max_rows = 300 }\n'
     assert main(["compare", str(_second(tmp_path, body))]) == 2
-    assert "[experiments.second] method 'uniform': objective='huber' is not supported" in one_error_line(capsys)
+    assert "[experiments.second] method 'uniform': objective='quantile' is not supported" in one_error_line(capsys)
 
 
 def test_output_that_is_a_file_or_below_a_file_exits_2(tmp_path, capsys):

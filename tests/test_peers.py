@@ -160,7 +160,9 @@ def test_lightgbm_parameters_are_mapped_onto_each_library():
     ('{ objective = "binary", extra_trees = true }', "LightGBM parameter\\(s\\) extra_trees have no XGBoost "
                                                      "counterpart"),
     ('{ objective = "lambdarank", label_gain = [0, 1, 2, 3, 4] }', "label_gain other than LightGBM's default"),
-    ('{ objective = "huber" }', "a peer method needs an objective the engine has"),
+    ('{ objective = "quantile" }', "a peer method needs an objective the engine has"),
+    ('{ objective = "huber" }', "a peer method cannot follow objective 'huber'"),
+    ('{ objective = "cross_entropy" }', "a peer method cannot follow objective 'cross_entropy'"),
 ])
 def test_what_a_peer_cannot_follow_is_refused_at_load_time(tmp_path, params, message):
     text = ('[methods.stock_full]\n[methods.xgboost_hist]\n[[experiments]]\nname = "e"\nmetric = "l2"\n'

@@ -121,6 +121,8 @@ def test_each_constraint_matches_the_sampler(spec, param):
         expected = param.check(value)
         if value is None and param.name == "rate":
             expected = RATE.default  # a probability sampler with neither rate nor rho
+        if value is None and param.name == "refit_leaves":
+            expected = spec.cls.refit_leaves  # the class attribute
         assert stored == expected, (param.name, value, stored)
         # and by name, as configs and estimators give it
         assert getattr(sl.make_sampler(spec.name, **{param.name: value}), param.name) == expected

@@ -191,6 +191,8 @@ def _dense(objective, n=N):
         return X, (score > 0).astype(float)
     if objective == "multiclass":
         return X, np.digitize(score, [-0.7, 0.7]).astype(float)
+    if objective == "cross_entropy":
+        return X, 1.0 / (1.0 + np.exp(-score))
     return X, score
 
 
@@ -211,6 +213,11 @@ CASES = {
     "binary-loss_based": ("binary", lambda: sl.LossBased(rate=0.2), {"binary_loss", "binary_gradients", "scan",
                                                                        "draw"}),
     "multiclass-first_order": ("multiclass", lambda: sl.FirstOrder(rate=0.2), {"gradients_statistics"}),
+    "binary-unbalance-first_order": (("binary", {"is_unbalance": True}), lambda: sl.FirstOrder(rate=0.2),
+                                     {"binary_class_weighted_gradients"}),
+    "huber-loss_based": ("huber", lambda: sl.LossBased(rate=0.2), {"huber_gradients", "huber_loss"}),
+    "cross_entropy-loss_based": ("cross_entropy", lambda: sl.LossBased(rate=0.2),
+                                 {"xentropy_gradients", "xentropy_loss"}),
     "multiclass-loss_based": ("multiclass", lambda: sl.LossBased(rate=0.2), {"softmax_gradients", "softmax_loss"}),
     "regression-loss_based": ("regression", lambda: sl.LossBased(rate=0.2), {"l2_gradients", "l2_loss"}),
 }
@@ -230,8 +237,9 @@ def test_every_row_kernel_has_its_twins_compared():
 @pytest.mark.parametrize("case", list(CASES))
 def test_models_are_the_same_with_serial_or_parallel_twins(case, called, monkeypatch):
     objective, sampler, kernels = CASES[case]
+    objective, extra = objective if isinstance(objective, tuple) else (objective, {})
     X, y = _dense(objective)
-    params = {"objective": objective, **({"num_class": 3} if objective == "multiclass" else {})}
+    params = {"objective": objective, **extra, **({"num_class": 3} if objective == "multiclass" else {})}
     models = []
     for threshold in (SERIAL, PARALLEL):
         monkeypatch.setattr(_twins, "PARALLEL_MIN_ROWS", threshold)

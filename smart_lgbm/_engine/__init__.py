@@ -23,6 +23,7 @@ this package exports below and none of its modules directly
 ``refit``               leaf values from every training row (``refit_leaves``)
 ``choice``              ``sampler="auto"``: the facts before the first tree, the choice
 ``stock``               ``sampler="auto"``'s run handed to ``lightgbm.train``
+``continued``           continued training (``init_model``), ``keep_training_booster``
 ``walk/``               the compiled walks of the trees over codes and raw features
 ``_*_kernels``          the numba kernels beside each of their fronts
 ======================  ====================================================================
@@ -38,7 +39,7 @@ from .metric_params import evaluator_for
 from .param_roles import COMPARE_RESERVED, FITTING_METRICS, RANDOM_TREE_PARAMS
 from .param_values import flag, integer, number, number_list
 from .params import canonicalize, resolve_loss
-from .training import numba_threads, train
+from .training import check_training, numba_threads, train
 
 __all__ = [
     "AUTO_ALLGATHER_TAG",
@@ -49,6 +50,7 @@ __all__ = [
     "RunConfig",
     "auto_choice",
     "canonicalize",
+    "check_training",
     "check_sample",
     "draw_iteration",
     "draw_key",

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
+import lightgbm as lgb
 import numpy as np
 
 from .. import _lightgbm
@@ -25,7 +26,15 @@ from ..samplers import Sampler
 from .metric_params import evaluator_for
 from .param_roles import ENGINE_ONLY, LOSS_AND_METRIC_PARAMS, NOT_IN_MODEL, RANDOM_TREE_PARAMS, TREE_SEEDS, USER_SEEDS
 from .param_values import flag, integer, number
-from .params import canonicalize, check_seed, dataset_params, refuse_for_sampler, refuse_unsupported, resolve_loss
+from .params import (
+    INT32_MAX,
+    canonicalize,
+    check_seed,
+    dataset_params,
+    refuse_for_sampler,
+    refuse_unsupported,
+    resolve_loss,
+)
 from .refit import LeafRule
 
 __all__ = ["RunConfig", "make_config", "refit_refusal"]
@@ -132,11 +141,6 @@ class RunConfig:
                 params[key] = value
         return _lightgbm.params_to_str(params)
 
-    def binning_params(self, own: Mapping[str, Any] | None) -> dict[str, Any]:
-        """The parameters a Dataset is binned with: its own ``Dataset(params=...)`` updated
-        with the run's :attr:`dataset_params`, as LightGBM binds them."""
-        return dataset_params({**(own or {}), **self.dataset_params})
-
     def check_sampler(self, sampler: Sampler) -> None:
         """Refuse parameters that do not work with ``sampler`` (ValueError naming them)."""
         refuse_for_sampler(self.params, sampler)
@@ -184,6 +188,8 @@ def make_config(params: dict[str, Any] | None, num_boost_round: int) -> RunConfi
         num_boost_round = p["num_iterations"]
     if isinstance(num_boost_round, bool) or not isinstance(num_boost_round, (int, np.integer)) or num_boost_round < 1:
         raise ValueError(f"num_boost_round must be a positive integer, got {num_boost_round!r}")
+    if num_boost_round > INT32_MAX:
+        raise ValueError(f"num_boost_round={num_boost_round!r} is more than LightGBM can count ({INT32_MAX})")
     loss = resolve_loss(p)
     evaluator = evaluator_for(p, loss)  # every metric parameter checked before any data is read
     seed = check_seed(p.get("seed", 0))
@@ -202,7 +208,7 @@ def make_config(params: dict[str, Any] | None, num_boost_round: int) -> RunConfi
         # depend on the machine's load.)  Row-wise is often faster on dense data with many
         # columns; a user who prefers it passes force_row_wise=true.
         tree_params["force_col_wise"] = True
-    return RunConfig(
+    config = RunConfig(
         params=MappingProxyType(p),
         loss=loss,
         evaluator=evaluator,
@@ -218,6 +224,15 @@ def make_config(params: dict[str, Any] | None, num_boost_round: int) -> RunConfi
         trees_draw_random_numbers=_trees_draw_random_numbers(tree_params),
         asks_for_network="machines" in p or int(p.get("num_machines", 1)) > 1,
     )
+    # LightGBM's own checks of every parameter the model will show before any data is read:
+    # those the engine handles itself (the loss's, the metrics', the run's) would otherwise
+    # reach a LightGBM Booster only when the final model is written, after training, and
+    # the tree learner's only when the data are binned
+    try:
+        _lightgbm.check_booster_params(config.model_params())
+    except lgb.basic.LightGBMError as exc:
+        raise ValueError(f"LightGBM refuses the parameters: {exc}".rstrip(" .")) from None
+    return config
 
 
 def _derived_seed(seed: int, iteration: int, tag: int) -> int:

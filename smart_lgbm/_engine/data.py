@@ -25,7 +25,7 @@ boundaries live in the loss's :class:`Target`.
 from __future__ import annotations
 
 import ctypes
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,6 +36,7 @@ import numpy as np
 from .. import _lightgbm
 from ..losses.base import Loss, Target, check_finite
 from .config import RunConfig
+from .params import dataset_params
 from .walk import RawFeatures
 
 _UNSET: Any = object()
@@ -281,15 +282,18 @@ class _Binned:
     reference: lgb.Dataset
 
 
-def _bin(dataset: lgb.Dataset, what: str, config: RunConfig, reference: lgb.Dataset | None = None) -> _Binned:
+def _bin(dataset: lgb.Dataset, what: str, run_params: Mapping[str, Any],
+         reference: lgb.Dataset | None = None) -> _Binned:
     """Binned rows of ``dataset`` with its fields, never constructing or changing it.
 
-    ``reference`` (validation sets) gives the bin mappers; the training set finds its own.
+    ``run_params``: the run's binning parameters (:attr:`.config.RunConfig.dataset_params`),
+    which update the Dataset's own as LightGBM binds them.  ``reference`` (validation sets)
+    gives the bin mappers; the training set finds its own.
     """
     if _is_unconstructed_subset(dataset):
         rows = _subset_rows(dataset)
         assert dataset.reference is not None  # LightGBM's subset() sets its parent as reference
-        parent = _bin(dataset.reference, what, config, reference)
+        parent = _bin(dataset.reference, what, run_params, reference)
         subset = _lightgbm.SubsetHandle(parent.handle, rows, "")
         n_parent = _lightgbm.num_rows(parent.handle)
         parent_raw = parent.raw_source
@@ -299,11 +303,11 @@ def _bin(dataset: lgb.Dataset, what: str, config: RunConfig, reference: lgb.Data
             None if parent_raw is None else (lambda: _take(parent_raw(), rows)), parent.reference,
         )
     user_handle = _lightgbm.handle_of(dataset)
-    ds_params = config.binning_params(dataset.params)
+    ds_params = dataset_params({**(dataset.params or {}), **run_params})
     if user_handle is not None:
         # As lightgbm.train: binning parameters that differ from the constructed Dataset's
         # are refused once its raw data is gone, and bin the raw data anew while it is kept.
-        conflict = _lightgbm.dataset_params_conflict(dataset.params or {}, dict(config.dataset_params))
+        conflict = _lightgbm.dataset_params_conflict(dataset.params or {}, dict(run_params))
         if conflict is None:
             return _Binned(user_handle, _fields_from_handle(dataset), [], False, dataset.pandas_categorical,
                            _raw_source(dataset.data, dataset.pandas_categorical), dataset)
@@ -311,6 +315,14 @@ def _bin(dataset: lgb.Dataset, what: str, config: RunConfig, reference: lgb.Data
             raise lgb.basic.LightGBMError(f"{what}: {conflict}")
     if dataset.data is None:
         raise ValueError(f"{what} has neither raw data nor a constructed handle")
+    keep: list[Any] = []
+    if reference is None and isinstance(dataset.reference, lgb.Dataset):
+        # A training set built with reference= is binned with the reference's bin mappers, as
+        # lightgbm.train constructs it; the reference is binned with its own parameters
+        # (the engine's copy of it when it is not constructed yet: never the caller's)
+        ref = _bin(dataset.reference, f"{what}'s reference",
+                   {k: v for k, v in run_params.items() if k == "verbosity"})
+        keep, reference = list(ref.keep), ref.reference
     if isinstance(dataset.data, (str, Path)):
         own = lgb.Dataset(str(dataset.data), reference=reference, params=ds_params, free_raw_data=True).construct()
         fields = _fields_from_handle(own)
@@ -332,7 +344,7 @@ def _bin(dataset: lgb.Dataset, what: str, config: RunConfig, reference: lgb.Data
         fields = _fields_of(dataset) if user_handle is None else _fields_from_handle(dataset)
     handle = _lightgbm.handle_of(own)
     assert handle is not None  # constructed just above
-    return _Binned(handle, fields, [own], True, own.pandas_categorical,
+    return _Binned(handle, fields, [own, *keep], True, own.pandas_categorical,
                    _raw_source(dataset.data, own.pandas_categorical), own)
 
 
@@ -347,7 +359,7 @@ def prepare_train(train_set: lgb.Dataset, config: RunConfig) -> EngineSet:
     """The engine's training set: binned rows for the tree learner, target, raw features."""
     if not isinstance(train_set, lgb.Dataset):
         raise TypeError(f"train_set must be a lightgbm.Dataset, got {type(train_set).__name__}")
-    binned = _bin(train_set, "train_set", config)
+    binned = _bin(train_set, "train_set", config.dataset_params)
     handle, keep = binned.handle, list(binned.keep)
     n = _lightgbm.num_rows(handle)
     target, init = _target_and_scores("train_set", binned.fields, n, config.loss)
@@ -382,7 +394,7 @@ def prepare_valid(valid_set: lgb.Dataset, name: str, train: EngineSet, config: R
         out = EngineSet(name, target, init, valid_set)
         out._raw = raw
         return out
-    binned = _bin(valid_set, what, config, reference=train.reference)
+    binned = _bin(valid_set, what, config.dataset_params, reference=train.reference)
     n = _lightgbm.num_rows(binned.handle)
     target, init = _target_and_scores(what, binned.fields, n, config.loss)
     native = init.T.reshape(-1) if init is not None and _lightgbm.has_init_score(binned.handle) else None
@@ -407,3 +419,30 @@ def _raw_view(dataset: lgb.Dataset, what: str, pandas_categorical: list | None
     else:
         fields = _fields_of(dataset)
     return fields, _raw_source(dataset.data, pandas_categorical)
+
+
+def check_raw_data(dataset: lgb.Dataset, what: str, loss: Loss, evaluator: Any = None) -> int | None:
+    """The checks of a Dataset's labels, weights, groups and initial scores that the engine
+    makes after binning (and ``evaluator``'s checks of the data, for the training set), made
+    on the raw data without binning it: its number of features, or None (no raw data in
+    memory: a file, or freed by construction; then nothing is checked here)."""
+    if not isinstance(dataset, lgb.Dataset):
+        raise TypeError(f"{what} must be a lightgbm.Dataset, got {type(dataset).__name__}")
+    fields, _ = _raw_view(dataset, what, None)
+    data = dataset.data
+    if _is_unconstructed_subset(dataset):
+        rows = _subset_rows(dataset)
+        parent = dataset.reference.data if dataset.reference is not None else None
+        shape = getattr(parent, "shape", None)
+        n, width = int(rows.shape[0]), (None if shape is None or len(shape) != 2 else int(shape[1]))
+    else:
+        shape = getattr(data, "shape", None)
+        if data is None or isinstance(data, (str, Path)) or shape is None or len(shape) != 2:
+            return None
+        n, width = int(shape[0]), int(shape[1])
+    if n == 0:
+        raise ValueError(f"{what} has no rows")
+    target, _ = _target_and_scores(what, fields, n, loss)
+    if evaluator is not None:
+        evaluator.check(target)
+    return width

@@ -22,7 +22,7 @@ from typing import Any
 
 from .param_values import flag, number
 
-__all__ = ["OBJECTIVES", "ROLES", "Objective", "ParamRole", "Role"]
+__all__ = ["OBJECTIVES", "REFUSED_OBJECTIVES", "ROLES", "Objective", "ParamRole", "Role"]
 
 
 class Role(enum.Enum):
@@ -98,8 +98,11 @@ ROLES: dict[str, ParamRole] = {
     "lambdarank_truncation_level": ParamRole(Role.LOSS, "lambdarank's pairs"),
     "lambdarank_norm": ParamRole(Role.LOSS, "lambdarank's normalisation"),
     "num_class": ParamRole(Role.LOSS, "multiclass's trees per iteration", dataset=False),
-    "is_unbalance": ParamRole(Role.LOSS, "refused: instance weights instead", dataset=False),
-    "scale_pos_weight": ParamRole(Role.LOSS, "refused: instance weights instead", dataset=False),
+    "is_unbalance": ParamRole(Role.LOSS, "binary's class weights (other objectives ignore it, as in LightGBM)",
+                              dataset=False),
+    "scale_pos_weight": ParamRole(Role.LOSS, "binary's positive class weight (other objectives ignore it)",
+                                  dataset=False),
+    "alpha": ParamRole(Role.LOSS, "huber's threshold (and the huber/quantile metrics')"),
     # the metrics
     "metric": ParamRole(Role.METRIC, "the metrics, computed by the engine", dataset=False, model=False,
                         compare=_METRIC_KEY),
@@ -157,13 +160,40 @@ class Objective:
 #: Probabilities (binary) may be scored by the regression metrics too; a ranking objective's
 #: scores only order the documents of a query, so only NDCG measures them.
 OBJECTIVES: dict[str, Objective] = {
-    "binary": Objective(("binary",), ("binary_logloss", "binary_error", "auc", "l2", "rmse", "l1", "ndcg@K")),
-    "multiclass": Objective(("multiclass", "softmax"), ("multi_logloss", "multi_error")),
+    "binary": Objective(("binary",), ("binary_logloss", "binary_error", "auc", "average_precision", "l2", "rmse",
+                                      "l1", "ndcg@K")),
+    "multiclass": Objective(("multiclass", "softmax"), ("multi_logloss", "multi_error", "auc_mu")),
     "lambdarank": Objective(("lambdarank",), ("ndcg@K",)),
     # "rmse" and its aliases are the L2 objective; lightgbm.train's default metric for all of
     # them is l2 (the objective alias does not carry over to the metric)
     "regression": Objective(("regression", "regression_l2", "l2", "mean_squared_error", "mse", "l2_root",
                              "root_mean_squared_error", "rmse"), ("l2", "rmse", "l1", "auc", "ndcg@K")),
+    "huber": Objective(("huber",), ("huber", "l2", "rmse", "l1")),
+    "cross_entropy": Objective(("cross_entropy", "xentropy"), ("cross_entropy", "kullback_leibler", "l2", "rmse",
+                                                               "l1", "auc")),
+}
+
+_PERCENTILE = ("LightGBM renews every leaf's output to a percentile of its rows' residuals (RenewTreeOutput) after "
+               "the tree is grown, which the engine's sampled trees would need from every row; train it with stock "
+               "lightgbm.train")
+_NOT_BUILT = ("the engine has no such loss built in; train it with stock lightgbm.train, or give its gradients as "
+              "smart_lgbm.losses.CustomLoss")
+
+#: LightGBM objective names (and aliases) the engine refuses -> the reason (docs/engine.md lists them).
+REFUSED_OBJECTIVES: dict[str, str] = {
+    **dict.fromkeys(("regression_l1", "l1", "mean_absolute_error", "mae", "quantile", "mape",
+                     "mean_absolute_percentage_error"), _PERCENTILE),
+    **dict.fromkeys(("fair", "poisson", "gamma", "tweedie"), _NOT_BUILT),
+    **dict.fromkeys(("multiclassova", "multiclass_ova", "ova", "ovr"),
+                    "one-vs-rest multiclass (a binary objective per class) is not built in; use multiclass (softmax), "
+                    "or stock lightgbm.train"),
+    **dict.fromkeys(("cross_entropy_lambda", "xentlambda"),
+                    "the engine has no cross_entropy_lambda; use cross_entropy, or stock lightgbm.train"),
+    **dict.fromkeys(("rank_xendcg", "xendcg", "xe_ndcg", "xe_ndcg_mart", "xendcg_mart"),
+                    "rank_xendcg draws its own random numbers in every gradient and is not built in; use "
+                    "lambdarank, or stock lightgbm.train"),
+    **dict.fromkeys(("custom", "none", "null", "na"),
+                    "a custom objective is a smart_lgbm.losses.Loss here: pass objective=CustomLoss(grad_hess=...)"),
 }
 
 

@@ -20,9 +20,10 @@ import numpy as np
 from .. import _lightgbm
 from ..losses.base import Loss
 from ..losses.binary import BinaryLogloss
+from ..losses.cross_entropy import CrossEntropy
 from ..losses.multiclass import MulticlassSoftmax
-from ..losses.regression import SquaredError
-from .param_roles import NOT_FOR_DATASETS, OBJECTIVE_FAMILIES
+from ..losses.regression import Huber, SquaredError
+from .param_roles import NOT_FOR_DATASETS, OBJECTIVE_FAMILIES, REFUSED_OBJECTIVES
 from .param_values import flag as _flag
 from .param_values import number as _number
 from .param_values import number_list as _number_list
@@ -53,6 +54,17 @@ def canonicalize(params: dict[str, Any] | None) -> dict[str, Any]:
     return out
 
 
+#: LightGBM's integer parameters are C ints.
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+
+
+def _flat_values(values: Any) -> list[Any]:
+    """The scalars of a parameter value (nested lists such as interaction_constraints too)."""
+    if isinstance(values, (list, tuple, np.ndarray)):
+        return [v for item in values for v in _flat_values(item)]
+    return [values]
+
+
 def refuse_unsupported(params: dict[str, Any]) -> None:
     """Raise ValueError for parameters that cannot work with a row sampler, saying why.
 
@@ -64,8 +76,15 @@ def refuse_unsupported(params: dict[str, Any]) -> None:
         # LightGBM checks the ranges of some parameters, not their finiteness (learning_rate=inf,
         # max_delta_step=nan train to NaN or constant models); no parameter means anything at nan/inf
         values = value if isinstance(value, (list, tuple, np.ndarray)) else [value]
-        if any(isinstance(v, (float, np.floating)) and not np.isfinite(v) for v in np.ravel(np.asarray(values, dtype=object))):
+        flat = _flat_values(values)
+        if any(isinstance(v, (float, np.floating)) and not np.isfinite(v) for v in flat):
             raise ValueError(f"parameter {key}={value!r} must be finite")
+        # LightGBM reads integer parameters as 32-bit ints: a larger one wraps around or fails
+        # its range check deep in training (the engine derives its own seeds from ``seed``)
+        if key != "seed" and any(isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+                                 and not INT32_MIN <= v <= INT32_MAX for v in flat):
+            raise ValueError(f"parameter {key}={value!r} is outside LightGBM's integer range "
+                             f"[{INT32_MIN}, {INT32_MAX}]")
     reason = stock_only_reason(params)
     if reason is not None:
         raise ValueError(reason)
@@ -99,8 +118,6 @@ def stock_only_reason(params: Mapping[str, Any]) -> str | None:
                 )
     if _flag(params.get("linear_tree", False)):
         return "linear_tree=True is not supported by the engine; use stock lightgbm.train"
-    if _flag(params.get("is_unbalance", False)) or _number(params, "scale_pos_weight", 1.0) != 1.0:
-        return "is_unbalance / scale_pos_weight are not supported yet; pass instance weights in the Dataset instead"
     if str(params.get("device_type", "cpu")).lower() != "cpu":
         return f"device_type={params['device_type']!r} is not supported; the engine runs on 'cpu'"
     return None
@@ -137,15 +154,23 @@ def resolve_loss(params: dict[str, Any]) -> Loss:
         raise TypeError(f"objective must be a LightGBM objective name or a Loss, got {type(objective).__name__}")
     name = OBJECTIVE_FAMILIES.get(objective.lower())
     if name is None:
-        raise ValueError(
-            f"objective={objective!r} is not supported; accepted: binary, multiclass (softmax), lambdarank, "
-            "regression (l2, mse, ...) or a smart_lgbm.losses.Loss instance (CustomLoss for any other "
-            "twice-differentiable loss)"
-        )
+        accepted = ("accepted: binary, multiclass (softmax), lambdarank, regression (l2, mse, ...), huber, "
+                    "cross_entropy (xentropy) or a smart_lgbm.losses.Loss instance (CustomLoss for any other "
+                    "twice-differentiable loss)")
+        reason = REFUSED_OBJECTIVES.get(objective.lower())
+        raise ValueError(f"objective={objective!r} is not supported: {reason}; {accepted}" if reason
+                         else f"objective={objective!r} is not supported; {accepted}")
     if name != "multiclass" and num_class > 1:
         raise ValueError(f"num_class={num_class} requires objective='multiclass', got objective={objective!r}")
     if name == "binary":
-        return BinaryLogloss(sigmoid=_number(params, "sigmoid", 1.0), boost_from_average=boost_from_average)
+        return BinaryLogloss(sigmoid=_number(params, "sigmoid", 1.0), boost_from_average=boost_from_average,
+                             is_unbalance=_flag(params.get("is_unbalance", False)),
+                             scale_pos_weight=_number(params, "scale_pos_weight", 1.0))
+    if name == "huber":
+        # (LightGBM ignores reg_sqrt for huber, with a warning)
+        return Huber(alpha=_number(params, "alpha", 0.9), boost_from_average=boost_from_average)
+    if name == "cross_entropy":
+        return CrossEntropy(boost_from_average=boost_from_average)
     if name == "regression":
         if _flag(params.get("reg_sqrt", False)):
             # LightGBM would fit sqrt(label) and square every prediction (and what its
@@ -171,8 +196,14 @@ def resolve_loss(params: dict[str, Any]) -> Loss:
 
 def training_data_params(train_set: Any, constructed: Any) -> dict[str, Any]:
     """The training Dataset's parameters as ``lightgbm.train`` adds them to the model's:
-    the caller's ``Dataset(params=...)`` and the categorical columns it was constructed with."""
+    the caller's ``Dataset(params=...)`` and the categorical columns it was constructed with.
+    An unconstructed training set built with ``reference=`` takes the reference's binning
+    parameters over its own, as LightGBM's ``Dataset.construct`` does."""
     out = canonicalize(getattr(train_set, "params", None) or {})
+    reference = getattr(train_set, "reference", None)
+    if (reference is not None and hasattr(reference, "get_params") and getattr(train_set, "used_indices", None) is None
+            and _lightgbm.handle_of(train_set) is None):
+        out.update(canonicalize(reference.get_params()))
     columns = (getattr(constructed, "params", None) or {}).get("categorical_column")
     if columns is not None:
         out["categorical_feature"] = columns

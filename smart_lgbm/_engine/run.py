@@ -95,11 +95,15 @@ class BoostingRun:
     initial_score : callable, optional
         ``initial_score(loss, target) -> (K,) array``, the score boosting starts from when the
         data has no init scores; default the worker's, else ``loss.init_score(target)``.
+    init_trees : list of str, optional
+        The tree bodies of the model this run continues (``init_model``): they come first in
+        the model, and the run's data start from their predictions (their init scores).
     """
 
     def __init__(self, config: RunConfig, sampler: Sampler, train: EngineSet, valids: list[EngineSet], *,
                  worker: Worker | None = None,
-                 initial_score: Callable[[Loss, Target], np.ndarray] | None = None) -> None:
+                 initial_score: Callable[[Loss, Target], np.ndarray] | None = None,
+                 init_trees: list[str] | None = None) -> None:
         if train.handle is None:  # .data gives the training set its binned Dataset
             raise ValueError("the training set has no constructed LightGBM Dataset")
         self._train_handle: ctypes.c_void_p = train.handle
@@ -115,6 +119,8 @@ class BoostingRun:
         allgather = worker.allgather if worker is not None and worker.num_machines > 1 else None
         self.context = RunContext.start(sampler, allgather)
         self.trees: list[str] = []
+        #: an init model's trees (continued training): the model's first trees
+        self.init_trees: list[str] = list(init_trees or [])
         self.fitter = _lightgbm.OneIterationBooster(config.booster_params(0), self.k, self._train_handle,
                                                     config.subset_params)
         self.book = _code_book(self._train_handle)
@@ -177,6 +183,7 @@ class BoostingRun:
         # (indices sorted and unique: the size tells whether every row was drawn)
         plan = self.plans(sample.size == self.num_rows, sample.size >= READ_SAMPLE_FRACTION * self.num_rows)
         fitted = self._fit(iteration, sample, plan)
+        self.context.unsplit = fitted.finished  # (an adaptive rate grows on it)
         t_tree = time.perf_counter()
         num_trees = self._update(fitted, plan, sample)
         t_end = time.perf_counter()
@@ -273,8 +280,9 @@ class BoostingRun:
 
     def _first_constant_trees(self, fitted: _lightgbm.IterationTrees) -> int:
         """An iteration that could not split: LightGBM's constant first trees when the model
-        has none yet (every row gets the initial score), else nothing."""
-        if self.trees:
+        has none yet (every row gets the initial score), else nothing (an init model's trees
+        count: LightGBM then leaves the model as it is)."""
+        if self.trees or self.init_trees:
             return 0
         self.trees.extend(fitted.texts)
         constant = np.array([values[0] for values in fitted.leaf_values])
@@ -327,10 +335,16 @@ class BoostingRun:
         return (getattr(self.sampler, "deterministic", False) and not self.params_changed
                 and not self.config.trees_draw_random_numbers)
 
+    @property
+    def num_trees(self) -> int:
+        """Trees in the model so far, an init model's included."""
+        return len(self.init_trees) + len(self.trees)
+
     def model_string(self, num_trees: int | None = None, parameters: str | None = None,
                      metric: list[str] | None = None) -> str:
-        """The stock model of the trees so far (the first ``num_trees`` of them if given)."""
+        """The stock model of the trees so far (an init model's, then the first ``num_trees``
+        of the run's if given)."""
         return _lightgbm.assemble_model_string(
-            self.fitter.header, self.trees[:num_trees], self.loss.model_objective_line(),
+            self.fitter.header, self.init_trees + self.trees[:num_trees], self.loss.model_objective_line(),
             parameters or self.fitter.parameters, self.k, self.train.data.pandas_categorical, metric=metric,
         )

@@ -29,7 +29,7 @@ __all__ = ["train_stock"]
 def train_stock(params: dict[str, Any] | None, train_set: lgb.Dataset, num_boost_round: int,
                 valid_sets: Sequence[lgb.Dataset] | lgb.Dataset | None, valid_names: Sequence[str] | str | None,
                 feval: Callable | list[Callable] | None, callbacks: list[Callable] | None,
-                choice: Choice) -> lgb.Booster:
+                choice: Choice, init_model: Any = None, keep_training_booster: bool = False) -> lgb.Booster:
     """``lightgbm.train(params, train_set, num_boost_round, ...)``, recorded and noted as the
     engine records and notes its own runs."""
     with warnings.catch_warnings():
@@ -42,7 +42,8 @@ def train_stock(params: dict[str, Any] | None, train_set: lgb.Dataset, num_boost
     booster = lgb.train(dict(params or {}), train_set, num_boost_round,
                         valid_sets=valid_sets,  # type: ignore[arg-type]
                         valid_names=valid_names,  # type: ignore[arg-type]
-                        feval=feval, callbacks=[*(callbacks or []), *watch.callbacks])
+                        feval=feval, init_model=init_model, keep_training_booster=keep_training_booster,
+                        callbacks=[*(callbacks or []), *watch.callbacks])
     watch.detach(booster)
     # every tree the Booster holds (lightgbm.train kept them up to the best iteration)
     booster.model_from_string(_lightgbm.with_model_note(booster.model_to_string(num_iteration=-1),

@@ -45,13 +45,14 @@ step (``Dataset.subset``, ``Booster.update(train_set=...)``, ``set_leaf_output``
 from ._capi import _LIB as _LIB  # the C library and its error check, for tests and profiling scripts
 from ._capi import _check as _check
 from .binary_file import BinMapper, bin_mappers
-from .booster import IterationTrees, OneIterationBooster
+from .booster import IterationTrees, OneIterationBooster, check_booster_params, merge_models
 from .callbacks import (
     CallbackModel,
     best_score_of,
     evaluation_result,
     has_validation_sets,
     is_early_stopping_callback,
+    refuse_training_evaluation,
 )
 from .datasets import (
     SubsetHandle,
@@ -81,7 +82,7 @@ from .model_text import (
     with_model_note,
     without_model_note,
 )
-from .network import network_free, network_init
+from .network import network_free, network_init, reset_links
 from .params import param_aliases, params_to_str
 from .raw_data import dense_as_predicted, is_pyarrow_table, pandas_to_numpy
 from .sklearn import (
@@ -100,9 +101,9 @@ __all__ = [
     "param_aliases", "params_to_str",
     "SubsetHandle", "clear_field", "constructed_like", "dataset_params_conflict", "free_owned", "handle_of", "has_group",
     "has_init_score", "has_positions", "num_features", "num_rows",
-    "network_free", "network_init",
+    "network_free", "network_init", "reset_links",
     "BinMapper", "bin_mappers",
-    "IterationTrees", "OneIterationBooster",
+    "IterationTrees", "OneIterationBooster", "check_booster_params", "merge_models",
     "assemble_model_string", "exact_internal_values", "fold_bias", "leaf_values_of", "model_note",
     "model_with_objective", "set_parameter_line", "split_model_string", "tree_bodies", "tree_shrinkage",
     "with_leaf_values", "with_model_note", "without_model_note",
@@ -110,6 +111,7 @@ __all__ = [
     "TreeArrays", "parse_tree",
     "dense_as_predicted", "is_pyarrow_table", "pandas_to_numpy",
     "CallbackModel", "best_score_of", "evaluation_result", "has_validation_sets", "is_early_stopping_callback",
+    "refuse_training_evaluation",
     "sklearn_check_label", "sklearn_fit_with_train", "sklearn_not_fitted_error", "sklearn_process_params",
     "sklearn_record_feature_names",
 ]

@@ -8,6 +8,7 @@ import ctypes
 import math
 from dataclasses import dataclass
 
+import lightgbm as lgb
 import numpy as np
 
 from ._capi import _LIB, _c_str, _check
@@ -120,6 +121,14 @@ def _samples_columns_by_tree(params: str) -> bool:
     return False
 
 
+def _featureless(header: str) -> bool:
+    """Whether a model header's ``feature_infos`` says no feature is used (all ``none``)."""
+    for line in header.split("\n"):
+        if line.startswith("feature_infos="):
+            return all(info == "none" for info in line[len("feature_infos="):].split(" "))
+    return False
+
+
 class OneIterationBooster:
     """Fits the K trees of one iteration at a time on subset Datasets, with given gradients.
 
@@ -173,6 +182,11 @@ class OneIterationBooster:
         self._create()
         #: the model text header (feature names and infos) and ``parameters:`` section
         self.header, _, self.parameters = split_model_string(self._buffer.model_string(self.handle))
+        #: no feature can be split (every one trivial on the training data, e.g. too few rows
+        #: for min_data_in_leaf: LightGBM's pre-filter drops them): the trees are constant
+        #: whatever the parameters, and LightGBM refuses a parameter reset of such a
+        #: Booster (its histogram pool needs a feature), so none is made
+        self.featureless = _featureless(self.header)
 
     def _create(self) -> None:
         # Created on the whole training set: some buffers (use_quantized_grad's) are sized
@@ -202,7 +216,8 @@ class OneIterationBooster:
         created with them (``seed`` then explicit ``*_seed`` overrides).
         """
         if params != self._params:
-            _check(_LIB.LGBM_BoosterResetParameter(self.handle, _c_str(params)))
+            if not self.featureless:
+                _check(_LIB.LGBM_BoosterResetParameter(self.handle, _c_str(params)))
             self._params = params
             self._draws_columns = _samples_columns_by_tree(params)
 
@@ -308,7 +323,7 @@ class OneIterationBooster:
             _check(_LIB.LGBM_BoosterResetTrainingData(self.handle, self._train))
             self._current = train
             skipped -= 1
-        if skipped and self._draws_columns:
+        if skipped and self._draws_columns and not self.featureless:
             for _ in range(skipped):
                 _check(_LIB.LGBM_BoosterResetParameter(self.handle, _c_str(self._params)))
         finished = self._update(grad, hess)
@@ -429,3 +444,49 @@ class OneIterationBooster:
             self.free()
         except Exception:  # interpreter shutdown: the library may be gone already
             pass
+
+
+def merge_models(booster: lgb.Booster, model: lgb.Booster) -> None:
+    """Put ``model``'s trees in front of ``booster``'s (``LGBM_BoosterMerge``), as
+    ``lightgbm.Booster`` does with an init model's predictor: continued training's model."""
+    _check(_LIB.LGBM_BoosterMerge(booster._handle, model._handle))
+
+
+_CHECK_DATA: list[lgb.Dataset] = []
+#: LightGBM parameters checked against the data's columns (and ``num_threads``, set to 1)
+_PER_FEATURE_PARAMS = frozenset({"num_threads", "monotone_constraints", "feature_contri", "max_bin_by_feature",
+                                 "interaction_constraints", "forcedsplits_filename", "forcedbins_filename",
+                                 "cegb_penalty_feature_lazy", "cegb_penalty_feature_coupled", "categorical_feature",
+                                 "ignore_column", "label_column", "weight_column", "group_column"})
+
+
+def check_booster_params(params: str) -> None:
+    """Let LightGBM check a Booster's parameter string (each parameter's range, and their
+    conflicts: LightGBM's ``Config``) by creating one on a two-row, one-column Dataset,
+    then freeing it.
+
+    Refusals of LightGBM's configuration (``src/io/config*.cpp``: ``num_leaves=1``,
+    ``scale_pos_weight=0``...) are raised; what the tiny Dataset cannot take although the
+    run's data can (``monotone_constraints`` for more columns) is not: the run's own Booster
+    checks that.
+
+    Raises
+    ------
+    lightgbm.basic.LightGBMError
+        LightGBM's message, naming the parameter.
+    """
+    if not _CHECK_DATA:  # one small Dataset for the process (no parameter of it matters here)
+        _CHECK_DATA.append(lgb.Dataset(np.zeros((2, 1)), label=np.zeros(2), params={"verbosity": -1}).construct())
+    # one thread: a Booster with OpenMP's default starts a thread pool (~10 ms), and the
+    # number of threads is not what is checked
+    # (parameters with one entry per feature are the run's data's to check: left out)
+    kept = (t for t in params.split(" ") if t.partition("=")[0] not in _PER_FEATURE_PARAMS)
+    one_thread = " ".join([*kept, "num_threads=1"])
+    handle = ctypes.c_void_p()
+    try:
+        _check(_LIB.LGBM_BoosterCreate(_CHECK_DATA[0]._handle, _c_str(one_thread), ctypes.byref(handle)))
+    except lgb.basic.LightGBMError as exc:
+        if "/src/io/config" in str(exc):  # (LightGBM's CHECK messages name their source file)
+            raise
+        return
+    _check(_LIB.LGBM_BoosterFree(handle))

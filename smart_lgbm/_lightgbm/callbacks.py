@@ -4,6 +4,7 @@ early-stopping callback's class, and ``CallbackEnv.model`` (:class:`CallbackMode
 from __future__ import annotations
 
 import ctypes
+import functools
 from collections import OrderedDict, defaultdict
 from typing import Any
 
@@ -161,3 +162,19 @@ def has_validation_sets(booster: lgb.Booster) -> bool:
     """Whether ``lightgbm.train``/``cv`` evaluates metrics on data sets for this Booster:
     validation sets added to it, or the training set named in ``valid_sets``/``valid_names``."""
     return bool(getattr(booster, "name_valid_sets", None)) or getattr(booster, "_train_data_name", "training") != "training"
+
+
+def _refuse_training_evaluation(message: str, *args: Any, **kwargs: Any) -> list:
+    raise ValueError(message)
+
+
+def refuse_training_evaluation(booster: lgb.Booster, message: str) -> None:
+    """Make ``booster.eval_train`` raise ``ValueError(message)``.
+
+    ``lightgbm.train`` evaluates the training set through ``Booster.eval_train`` when
+    ``valid_sets`` holds the training Dataset (under any name, the default "training"
+    included), and so do the scikit-learn estimators given ``eval_set=[(X, y)]``: nothing in
+    the callback environment says it will.  The instance attribute shadows the method (a
+    ``functools.partial`` of a module function and a string: the Booster still pickles).
+    """
+    booster.eval_train = functools.partial(_refuse_training_evaluation, message)  # type: ignore[method-assign]

@@ -39,3 +39,58 @@ def network_init(machines: str, local_listen_port: int, time_out: int, num_machi
 def network_free() -> None:
     """Leave LightGBM's network (``LGBM_NetworkFree``; nothing happens when none is up)."""
     _check(_LIB.LGBM_NetworkFree())
+
+
+def reset_links(machines: str, local_listen_port: int) -> int:
+    """Make this machine's links to its peers reset (TCP RST) rather than close when LightGBM
+    closes them (:func:`network_free` next): a peer waiting in a receive from this machine
+    then fails at once (``Socket recv error``) and leaves the network, where an orderly close
+    would leave it spinning (LightGBM 4.6/4.7's receive loop retries on 0 bytes forever).
+    Called when training fails on this machine after it joined the network.
+
+    LightGBM's links are its TCP sockets whose local port is ``local_listen_port`` (the
+    ones its peers opened to this machine) or whose peer is another entry of ``machines``
+    (the ones this machine opened); they are found among the process's open files
+    (``/proc/self/fd``, or ``/dev/fd``) and given ``SO_LINGER`` 0.  Nothing else is touched.
+
+    Returns
+    -------
+    int
+        The number of links set to reset (0 where the process's open files cannot be listed).
+    """
+    import os
+    import socket
+    import struct
+
+    peers: set[tuple[str, int]] = set()
+    for entry in str(machines).split(","):
+        host, _, port = entry.strip().rpartition(":")
+        if port.isdigit():
+            try:
+                peers.update((address, int(port)) for address in socket.gethostbyname_ex(host)[2])
+            except OSError:
+                peers.add((host, int(port)))
+    folder = "/proc/self/fd" if os.path.isdir("/proc/self/fd") else "/dev/fd"
+    try:
+        descriptors = [int(name) for name in os.listdir(folder) if name.isdigit()]
+    except OSError:
+        return 0
+    count = 0
+    for fd in descriptors:
+        try:
+            sock = socket.socket(fileno=os.dup(fd))
+        except OSError:
+            continue  # not a socket (or closed meanwhile)
+        try:
+            if sock.type != socket.SOCK_STREAM or sock.family not in (socket.AF_INET, socket.AF_INET6):
+                continue
+            try:
+                local, peer = sock.getsockname()[:2], sock.getpeername()[:2]
+            except OSError:
+                continue  # not connected: a listener or a closing socket
+            if local[1] == int(local_listen_port) or (peer[0], peer[1]) in peers:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                count += 1
+        finally:
+            sock.close()  # (the duplicate only: LightGBM's own descriptor stays open)
+    return count

@@ -56,7 +56,7 @@ from .config_values import NUMBER as _NUMBER
 from .config_values import ConfigError as ConfigError  # (re-exported: the package's config errors)
 from .config_values import ConfigFileError as ConfigFileError
 from .config_values import ConfigTypeError as ConfigTypeError
-from .config_values import _check_keys, _fraction, _int, _path, _seeds, _str, _type_name, _typed, check_name
+from .config_values import INT_MAX, _check_keys, _fraction, _int, _path, _seeds, _str, _type_name, _typed, check_name
 from .config_values import error_text as error_text
 from ..metrics import ALIASES as _METRIC_ALIASES
 from ..metrics import METRICS as _METRICS
@@ -376,6 +376,9 @@ def _lgb_params(value: Any, where: str) -> dict[str, Any]:
                                   f"of lists of those (as lightgbm.train takes it), got {val!r}")
         if any(isinstance(v, float) and not math.isfinite(v) for v in flat):
             raise ConfigError(f"{where} key {key!r} must be finite, got {val!r}")
+        if any(isinstance(v, int) and not isinstance(v, bool) and not -INT_MAX - 1 <= v <= INT_MAX for v in flat):
+            raise ConfigError(f"{where} key {key!r} must hold integers in LightGBM's range [{-INT_MAX - 1}, "
+                              f"{INT_MAX}], got {val!r}")
         out[key] = val
     return out
 
@@ -472,6 +475,13 @@ def _data(value: Any, where: str, base: Path) -> DataSpec:
             feats = value["features"]
             if not isinstance(feats, list) or not feats or not all(isinstance(f, str) for f in feats):
                 raise ConfigTypeError(f"{where} key 'features' must be a non-empty list of column names, got {feats!r}")
+            for column_key, what in (("label", "labels"), ("group", "query ids")):
+                if spec[column_key] is not None and spec[column_key] in feats:
+                    raise ConfigError(f"{where} key 'features' lists the {column_key} column {spec[column_key]!r}: "
+                                      f"the model would train on its own {what}; drop it from 'features'")
+            repeated = sorted({f for f in feats if feats.count(f) > 1})
+            if repeated:
+                raise ConfigError(f"{where} key 'features' repeats {', '.join(map(repr, repeated))}")
             spec["features"] = tuple(feats)
     return DataSpec(source, **spec)
 
@@ -495,7 +505,7 @@ def _tolerance(table: Mapping[str, Any], where: str, default: float) -> float:
 
 
 def _rounds(table: Mapping[str, Any], where: str, default: Any) -> Any:
-    return _int(table, "rounds", where, 1, default=default)
+    return _int(table, "rounds", where, 1, default=default, maximum=INT_MAX)
 
 
 def _budget(table: Mapping[str, Any], where: str, default: float | None) -> float | None:
@@ -533,7 +543,7 @@ def _method_rounds(exp: Mapping[str, Any], where: str, labels: list[str]) -> dic
         if label not in labels:
             raise ConfigError(f"{where} key 'method_rounds' names {label!r}, which is not one of its methods: "
                               f"{', '.join(labels)}")
-        _int(value, label, f"{where} method_rounds", 1)
+        _int(value, label, f"{where} method_rounds", 1, maximum=INT_MAX)
     return dict(value)
 
 

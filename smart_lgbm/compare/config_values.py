@@ -67,12 +67,20 @@ def _typed(table: Mapping[str, Any], key: str, types: tuple[type, ...], where: s
     return value
 
 
-def _int(table: Mapping[str, Any], key: str, where: str, minimum: int, default: Any = None) -> Any:
+#: The largest integer LightGBM takes (its parameters are C ints): rounds, seeds, parameters.
+INT_MAX = 2**31 - 1
+
+
+def _int(table: Mapping[str, Any], key: str, where: str, minimum: int, default: Any = None,
+         maximum: int | None = None) -> Any:
     if key not in table:
         return default
     value = _typed(table, key, (int,), where, f"an integer >= {minimum}")
     if value < minimum:
         raise ConfigError(f"{where} key {key!r} must be an integer >= {minimum}, got {value!r}")
+    if maximum is not None and value > maximum:
+        raise ConfigError(f"{where} key {key!r} must be an integer <= {maximum} (what LightGBM can count), "
+                          f"got {value!r}")
     return value
 
 
@@ -107,6 +115,9 @@ def _seeds(table: Mapping[str, Any], where: str) -> tuple[int, ...] | None:
         isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in value
     ):
         raise ConfigTypeError(f"{where} key 'seeds' must be a non-empty list of integers >= 0, got {value!r}")
+    if any(s > INT_MAX for s in value):
+        raise ConfigError(f"{where} key 'seeds' must hold integers <= {INT_MAX} (LightGBM's seeds are C ints), "
+                          f"got {value!r}")
     if len(set(value)) != len(value):
         raise ConfigError(f"{where} key 'seeds' repeats a seed: {value!r}")
     return tuple(value)

@@ -9,6 +9,7 @@ for quick runs on a subsample.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -253,6 +254,39 @@ def load_data(spec: DataSpec, where: str = "[data]") -> ExperimentData:
         categorical = tuple(range(spec.n_features, spec.n_features + len(DEFAULT_LEVELS)))
         desc += f" ({len(categorical)} of them categorical)"
     return ExperimentData(train, valid, desc, categorical)
+
+
+def fingerprint(data: ExperimentData) -> str:
+    """A digest of the rows themselves (features, labels, query sizes of both splits).
+
+    Records store it: a folder's records are merged with new runs only when these are
+    equal, so that a data file replaced at the same path (the config table unchanged) is
+    told apart.  One pass over the data, before any training.
+    """
+    digest = hashlib.blake2b(digest_size=16)
+
+    def add(name: str, values: Any) -> None:
+        if values is None:
+            digest.update(f"{name}:none;".encode())
+            return
+        if sp.issparse(values):
+            csr = values.tocsr()
+            digest.update(f"{name}:csr{csr.shape}:{csr.dtype};".encode())
+            for part in (csr.indptr, csr.indices, csr.data):
+                add(f"{name}.part", np.asarray(part))
+            return
+        arr = np.ascontiguousarray(values)
+        digest.update(f"{name}:{arr.shape}:{arr.dtype.str};".encode())
+        if arr.dtype.hasobject:
+            digest.update(repr(arr.tolist()).encode())
+        else:
+            digest.update(arr.reshape(-1).view(np.uint8).data)
+
+    for side, split in (("train", data.train), ("valid", data.valid)):
+        add(f"{side}.X", split.X)
+        add(f"{side}.y", split.y)
+        add(f"{side}.group", split.group)
+    return digest.hexdigest()
 
 
 def head(data: ExperimentData, max_rows: int) -> ExperimentData:

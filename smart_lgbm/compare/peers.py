@@ -170,7 +170,15 @@ def _family(params: Mapping[str, Any]) -> tuple[str, Any]:
         # the peers' predictions are measured with the engine's metrics and losses
         raise ValueError(f"a peer method needs an objective the engine has (its metrics measure the peer): {exc}") \
             from None
-    return str(loss.lightgbm_objective), loss
+    family = str(loss.lightgbm_objective)
+    if family not in _PEER_FAMILIES:
+        raise ValueError(f"a peer method cannot follow objective {family!r}: the peers' mapping covers "
+                         f"{', '.join(_PEER_FAMILIES)}")
+    return family, loss
+
+
+#: The loss families the peers' parameter mapping covers.
+_PEER_FAMILIES = ("binary", "regression", "multiclass", "lambdarank")
 
 
 def _default_gains(params: Mapping[str, Any]) -> bool:

@@ -54,6 +54,8 @@ PLOT_FILES = {
     "metric_vs_seconds": "metric_vs_seconds.png",
     "sampling_rate": "sampling_rate_vs_iteration.png",
 }
+#: ``scripts/run``'s picture of each experiment (:mod:`smart_lgbm.compare.quick`)
+VERDICT_PLOT = "verdict.png"
 
 
 def _save(fig: Figure, path: Path) -> Path:

@@ -20,9 +20,8 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from .plots import VERDICT_PLOT
 from .verdict import load_warning, plot_verdict, verdict
-
-VERDICT_PLOT = "verdict.png"
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -24,7 +24,7 @@ from typing import Any, TextIO
 
 from .checks import WARMUP_ROUNDS, check_data, preflight
 from .config import CompareConfig, ConfigError, Experiment, MethodSpec
-from .data import ExperimentData, load_data
+from .data import ExperimentData, fingerprint, load_data
 from .io import interrupts_deferred, written_together
 from .methods import RunRecord, method_seeds, run_method
 from .peer_runs import model_text
@@ -63,8 +63,11 @@ def _load_checked(exp: Experiment, methods: Sequence[MethodSpec]) -> ExperimentD
 
 
 def _prepare(plan: Sequence[tuple[Experiment, list[MethodSpec]]], config: CompareConfig,
-             progress: Progress) -> dict[str, ExperimentData]:
+             progress: Progress, stores: dict[str, list[ExperimentStore | RunStore]]) -> dict[str, ExperimentData]:
     """Load and check every experiment's data and pre-fly every method, before any timed run.
+
+    Each experiment's ``stores`` (the records its runs join, or whose times they read) get
+    the data's fingerprint first, and refuse records made from other rows.
 
     Returns the first experiment's data (trained next); the others are loaded again when
     their turn comes, so that only one experiment's data is held at a time.
@@ -74,6 +77,9 @@ def _prepare(plan: Sequence[tuple[Experiment, list[MethodSpec]]], config: Compar
     for i, (exp, methods) in enumerate(plan):
         progress.note(f"experiment {exp.name}: loading and checking the data")
         data = _load_checked(exp, methods)
+        digest = fingerprint(data)
+        for store in stores.get(exp.name, []):
+            store.check_data(digest)
         progress.note(f"experiment {exp.name}: {data.description}; pre-flight run of "
                       f"{len(methods)} method(s), {rounds} round(s) on the first rows (not timed)")
         preflight(exp, data, methods, rounds)
@@ -143,7 +149,7 @@ def run_compare(
     order = [e.name for e in config.experiments]
     results: list[ExperimentResult] = []
     try:
-        loaded = _prepare(plan, config, progress)
+        loaded = _prepare(plan, config, progress, {name: [store] for name, store in stores.items()})
         for exp, exp_methods in plan:
             store = stores[exp.name]
             result = ExperimentResult(exp, folder=store.folder)
@@ -248,11 +254,15 @@ def run_single(
     check_output_folder(out, [out / exp.name for exp in chosen])
     stores = {exp.name: RunStore(exp, exp.method(method), out / exp.name, overwrite) for exp in chosen}
     # a time budget multiplies the target method's time in the folder's comparison records
-    budgets = {exp.name: _budget_seconds(exp, spec, ExperimentStore(exp, out / exp.name, exp.labels))
-               for exp, (spec,) in plan}
+    comparisons = {exp.name: ExperimentStore(exp, out / exp.name, exp.labels) for exp in chosen}
+    budgets = {exp.name: _budget_seconds(exp, spec, comparisons[exp.name]) for exp, (spec,) in plan}
+    # a budget read from the comparison's records needs those made from the same rows
+    checked: dict[str, list[ExperimentStore | RunStore]] = {
+        exp.name: [stores[exp.name], *([comparisons[exp.name]] if budgets[exp.name] is not None else [])]
+        for exp in chosen}
     records: list[RunRecord] = []
     try:
-        loaded = _prepare(plan, config, progress)
+        loaded = _prepare(plan, config, progress, checked)
         for exp, (spec,) in plan:
             store = stores[exp.name]
             data = loaded.pop(exp.name, None) or _load_checked(exp, [spec])

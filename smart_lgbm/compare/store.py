@@ -20,6 +20,10 @@ Rules (``docs/compare.md``, "Output folders"):
 * **Never lost silently.** Records of another setup, of an older format, or unreadable
   are refused before anything trains, unless ``overwrite`` is given; then they are
   replaced when the first new method (or seed) finishes, and not before.
+* **Same data.** The records store a fingerprint of the rows they were made from
+  (:func:`.data.fingerprint`); once the data are loaded, before any timed run, records of
+  other rows (a file replaced at the same path) or that do not say theirs are refused in
+  the same way.
 """
 
 from __future__ import annotations
@@ -45,7 +49,7 @@ from .._version import __version__
 from .config import ConfigError, Experiment, MethodSpec
 from .io import interrupts_deferred, staged_text, write_csv, write_json, write_text, written_together
 from .methods import RunRecord
-from .plots import plot_curves
+from .plots import PLOT_FILES, VERDICT_PLOT, plot_curves
 from .report import Table, build_table, mean_curves, method_notes, reach_threshold, to_markdown
 
 #: Version of the records layout; records without it (or older) do not say their setup.
@@ -130,8 +134,10 @@ def check_output_folder(out: Path, folders: Sequence[Path] = ()) -> None:
     for path in [out, *folders]:
         if path.exists() and not path.is_dir():
             raise ConfigError(f"output folder {path} is a file, not a folder; choose another --output")
-    # the result files themselves: a folder in the place of one would fail only after training
-    files = [out / SUMMARY, *(f / name for f in folders for name in (RECORDS, "records.csv", TABLE))]
+    # the result files themselves, plots too: a folder in the place of one would fail only
+    # after training
+    names = (RECORDS, "records.csv", TABLE, *PLOT_FILES.values(), VERDICT_PLOT)
+    files = [out / SUMMARY, *(f / name for f in folders for name in names)]
     for path in files:
         if path.is_dir():
             raise ConfigError(f"the result file {path} is a folder; remove it or choose another --output")
@@ -165,6 +171,19 @@ def _read_saved(path: Path, exp: Experiment) -> dict[str, Any] | None:
         raise ConfigError(f"{path} holds results of another setup (its {' and '.join(differ)} differ from those "
                           f"of experiment {exp.name!r} now); {_OVERWRITE_HINT}")
     return saved
+
+
+def _check_fingerprint(path: Path, saved: dict[str, Any] | None, fingerprint: str) -> None:
+    """Refuse records made from other rows than ``fingerprint``'s (or that do not say which)."""
+    if saved is None:
+        return
+    recorded = saved.get("data_fingerprint")
+    if recorded is None:
+        raise ConfigError(f"{path} holds records that do not say which rows they were made from (a data "
+                          f"fingerprint), so new runs cannot be merged into them; {_OVERWRITE_HINT}")
+    if recorded != fingerprint:
+        raise ConfigError(f"{path} holds results made from other data than the experiment's now (the same data "
+                          f"table, but other rows: a file replaced at the same path?); {_OVERWRITE_HINT}")
 
 
 def _check_kept_method(path: Path, entry: dict[str, Any], exp: Experiment, hint: str) -> None:
@@ -211,7 +230,9 @@ class ExperimentStore:
         self.data_description = ""
         self.methods: dict[str, dict[str, Any]] = {}
         self.runs: list[RunRecord] = []
+        self.fingerprint: str | None = None
         saved = None if overwrite else _read_saved(folder / RECORDS, exp)
+        self._saved = saved
         if saved is not None:
             for entry in saved.get("methods", []):
                 if entry.get("label") not in rerun:
@@ -219,6 +240,12 @@ class ExperimentStore:
                 self.methods[entry["label"]] = entry
             self.runs = [RunRecord.from_dict(r) for r in saved.get("runs", [])]
             self.data_description = saved.get("data", "")
+
+    def check_data(self, fingerprint: str) -> None:
+        """Take the fingerprint of the experiment's loaded data; ConfigError if the folder's
+        records were made from other rows (before any timed run)."""
+        _check_fingerprint(self.folder / RECORDS, self._saved, fingerprint)
+        self.fingerprint = fingerprint
 
     def add_method(self, method: MethodSpec, records: list[RunRecord]) -> None:
         """Replace ``method``'s runs by ``records`` (all its seeds, just finished)."""
@@ -270,7 +297,7 @@ class ExperimentStore:
             write_json(self.folder / RECORDS, {
                 "format": FORMAT, "experiment": exp.name, "metric": exp.metric,
                 "higher_is_better": exp.higher_is_better, "rounds": exp.rounds, "data": self.data_description,
-                "params": exp.params, "setup": setup_of(exp),
+                "params": exp.params, "setup": setup_of(exp), "data_fingerprint": self.fingerprint,
                 "config": None if self.config_path is None else str(self.config_path),
                 "target": exp.target, "target_at": exp.target_at, "tolerance": exp.tolerance,
                 "environment": self.session, "methods": [self.methods[label] for label in labels],
@@ -345,7 +372,9 @@ class RunStore:
         self.overwrite = overwrite
         self.runs: list[RunRecord] = []
         self.data_description = ""
+        self.fingerprint: str | None = None
         saved = None if overwrite else _read_saved(self.path, exp)
+        self._saved = saved
         if saved is not None:
             _check_kept_method(self.path, saved.get("method", {}), exp, "run every seed again")
             self.runs = [RunRecord.from_dict(r) for r in saved.get("runs", [])]
@@ -357,6 +386,11 @@ class RunStore:
         return [p for p in self.folder.glob(f"model_{self.method.label}_seed*.txt")
                 if (m := pattern.fullmatch(p.name)) and int(m.group(1)) not in seeds]
 
+    def check_data(self, fingerprint: str) -> None:
+        """As :meth:`ExperimentStore.check_data`, for this method's run records."""
+        _check_fingerprint(self.path, self._saved, fingerprint)
+        self.fingerprint = fingerprint
+
     def add_seed(self, record: RunRecord, model_text: str) -> None:
         """Save one finished seed's model and records together (Ctrl-C held back meanwhile)."""
         self.runs = [r for r in self.runs if r.seed != record.seed] + [record]
@@ -364,6 +398,7 @@ class RunStore:
             write_text(self.folder / _MODEL.format(label=self.method.label, seed=record.seed), model_text)
             write_json(self.path, {
                 "format": FORMAT, "experiment": self.exp.name, "setup": setup_of(self.exp),
+                "data_fingerprint": self.fingerprint,
                 "method": {"label": self.method.label, **method_setup(self.method, self.exp)},
                 "environment": environment(), "data": self.data_description,
                 "runs": [r.to_dict() for r in self.runs],

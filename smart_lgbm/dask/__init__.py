@@ -9,8 +9,11 @@ worker that holds training rows, over the partitions already there (no reshuffle
    gathered into per-partition pieces, each computed where its data lives, as lightgbm.dask
    does; the workers holding them, ordered by their first partition, get ranks 0, 1, ...;
 2. a short survey counts each worker's rows (a worker with only empty partitions takes no
-   part) and, for a classifier, checks that every worker sees every class (LightGBM's
-   classifier encodes labels on each worker from its own rows);
+   part), for a classifier checks that every worker sees every class (LightGBM's
+   classifier encodes labels on each worker from its own rows), and runs on every worker
+   all the checks its fit makes before training (:func:`smart_lgbm.sklearn.check_fit`: at
+   least two rows, labels, weights, groups, evaluation sets...), so that no refusal comes
+   after a worker joined LightGBM's network;
 3. LightGBM's network parameters are set as lightgbm.dask sets them (``machines``,
    ``local_listen_port``, ``time_out``; free ports found on the workers by default);
 4. each worker joins LightGBM's network *before* binning its rows (bin boundaries are found

@@ -3,7 +3,8 @@
 The partitions of ``X``, ``y`` (and weights, groups, initial scores, evaluation sets) are
 gathered into per-partition pieces, each computed where its data lives, as lightgbm.dask
 does (:func:`_build_parts`); a worker assembles its pieces into local arrays
-(:func:`_assemble`); a short survey counts each worker's rows and classes (:func:`_survey`).
+(:func:`_assemble`); a short survey counts each worker's rows and classes and runs each
+worker's fit checks on its rows (:func:`_survey`).
 """
 
 from __future__ import annotations
@@ -196,11 +197,40 @@ def _check_lengths(parts: list[dict[str, Any]]) -> None:
                       f"eval_set[{i}][0]")
 
 
-def _survey(parts: list[dict[str, Any]], classifier: bool) -> tuple[int, list | None]:
+@dataclass
+class _FitCheck:
+    """What :func:`_survey` needs to run a worker's fit checks (:func:`smart_lgbm.sklearn.check_fit`)."""
+
+    model_factory: type
+    params: dict[str, Any]
+    eval_names: list[str] | None
+    eval_class_weight: list | None
+    fit_kwargs: dict[str, Any]
+    is_ranker: bool
+
+
+def _survey(parts: list[dict[str, Any]], classifier: bool, check: _FitCheck | None = None) -> tuple[int, list | None]:
     """A worker's number of training rows and, for a classifier, its sorted classes (after
-    :func:`_check_lengths`)."""
+    :func:`_check_lengths`).
+
+    With ``check``, a worker with rows also runs every check its fit makes before training
+    (scikit-learn's, LightGBM's estimator's, smart_lgbm.train's: at least two rows, labels,
+    weights, groups, initial scores, evaluation sets), on its own rows, before any worker
+    joins LightGBM's network: found there, inside training, one worker's refusal would leave
+    the others waiting in the network for it.  A refusal names the worker.
+    """
     _check_lengths(parts)
     rows = sum(_num_rows(p["data"]) for p in parts)
+    if rows and check is not None:
+        from distributed import get_worker
+
+        from ..sklearn import check_fit
+
+        local = _assemble(parts, check.eval_names, check.eval_class_weight, check.is_ranker)
+        try:
+            check_fit(check.model_factory(**check.params), local.X, local.y, **{**check.fit_kwargs, **local.fit_kwargs})
+        except (ValueError, TypeError) as exc:
+            raise type(exc)(f"Dask worker {get_worker().address} ({rows} rows): {exc}") from None
     if not classifier or rows == 0:
         return rows, None
     labels = _concat([p["label"] for p in parts])

@@ -27,9 +27,9 @@ from .. import _lightgbm
 from ..distributed import Network
 from .._engine import canonicalize
 from ..samplers import AdaptiveRate, Auto
-from ..sklearn import SmartClassifier, _check_sampler
+from ..sklearn import SmartClassifier, SmartRanker, _check_sampler
 
-from .parts import _build_parts, _survey
+from .parts import _build_parts, _FitCheck, _survey
 from .worker import (
     _ALLGATHER_TAGS,
     _port_of,
@@ -110,6 +110,11 @@ class DaskTrainingError(RuntimeError):
     """A distributed fit failed on a worker, lost a worker or stalled; the estimator is unchanged."""
 
 
+def _is_network_echo(exc: BaseException | None) -> bool:
+    """Whether a worker's error is LightGBM's socket error from a peer that failed first."""
+    return "Socket recv error" in str(exc) or "Socket send error" in str(exc)
+
+
 def _watch(client: Client, futures: dict[str, Any], time_out_s: float, topic: str) -> dict[str, Any]:
     """Wait for every worker's training task, failing fast.
 
@@ -142,7 +147,19 @@ def _watch(client: Client, futures: dict[str, Any], time_out_s: float, topic: st
             echo = "".join(f"; then worker {worker_of[f.key]} failed: {f.exception()}" for f in failed)
             raise DaskTrainingError(f"Dask worker {', '.join(gone)} left the cluster during training{echo}"
                                     f"{_restart_hint(futures, *gone)}")
+        if failed and pending and all(_is_network_echo(f.exception()) for f in failed):
+            # the worker that failed first ends its task a moment after its peers' echoes
+            try:
+                wait(list(pending), timeout=4 * _POLL_SECONDS, return_when="ALL_COMPLETED")
+            except Exception:  # noqa: BLE001 - a time-out: report what there is
+                pass
+            more = {f for f in pending if f.done()}
+            pending -= more
+            failed += [f for f in more if f.status == "error"]
         if failed:
+            # a worker whose training failed resets its links: its peers then fail with a
+            # socket error, an echo; the cause is the other error
+            failed.sort(key=lambda f: _is_network_echo(f.exception()))
             worker = worker_of[failed[0].key]
             exc = failed[0].exception()
             _cancel(client, futures)
@@ -260,7 +277,11 @@ def _fit_distributed(client: Client, model_factory: type, params: dict[str, Any]
     for fut in part_futures:  # ranks in the order of the workers' first partitions
         by_worker.setdefault(next(iter(who_has[fut.key])), []).append(fut)
     classifier = issubclass(model_factory, SmartClassifier)
-    surveys = client.gather({w: client.submit(_survey, futs, classifier, workers=[w], allow_other_workers=False,
+    # (the network parameters are added per worker after the survey; each worker's own
+    # checks run without them)
+    check = _FitCheck(model_factory, {**params, "num_threads": 1}, eval_names, eval_class_weight, fit_kwargs,
+                      issubclass(model_factory, SmartRanker))
+    surveys = client.gather({w: client.submit(_survey, futs, classifier, check, workers=[w], allow_other_workers=False,
                                               pure=False) for w, futs in by_worker.items()})
     workers = [w for w in by_worker if surveys[w][0] > 0]  # a worker with only empty partitions takes no part
     if not workers:
@@ -354,5 +375,3 @@ def _refuse_for_dask(params: dict[str, Any], fit_kwargs: dict[str, Any]) -> None
         raise ValueError(
             "early stopping is not supported on Dask: each worker evaluates only its own rows and would stop at "
             "its own iteration, leaving the others waiting on LightGBM's network; choose n_estimators instead")
-    if fit_kwargs.get("init_model") is not None:
-        raise ValueError("init_model is not supported: smart_lgbm starts every model from scratch")

@@ -76,8 +76,8 @@ def _variable_name(prefix: str, tag: str, rank: int) -> str:
 
 
 #: Tags the workers exchange (the client deletes their Variables after the fit): the initial
-#: score's, and sampler="auto"'s training rows of every machine.
-_ALLGATHER_TAGS = ("initial_score", "class_weight_sums", AUTO_ALLGATHER_TAG)
+#: score's, the class sums and counts, and sampler="auto"'s training rows of every machine.
+_ALLGATHER_TAGS = ("initial_score", "class_weight_sums", "class_counts", AUTO_ALLGATHER_TAG)
 
 
 class _WorkerLog:

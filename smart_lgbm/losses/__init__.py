@@ -2,9 +2,10 @@
 
 from .base import Loss, Target
 from .binary import BinaryLogloss
+from .cross_entropy import CrossEntropy
 from .custom import CustomLoss
 from .multiclass import MulticlassSoftmax
-from .regression import SquaredError
+from .regression import Huber, SquaredError
 
 
 def __getattr__(name: str):  # LambdaRank imports numba: load it on first use only
@@ -15,4 +16,5 @@ def __getattr__(name: str):  # LambdaRank imports numba: load it on first use on
     raise AttributeError(name)
 
 
-__all__ = ["BinaryLogloss", "CustomLoss", "LambdaRank", "Loss", "MulticlassSoftmax", "SquaredError", "Target"]
+__all__ = ["BinaryLogloss", "CrossEntropy", "CustomLoss", "Huber", "LambdaRank", "Loss", "MulticlassSoftmax", "SquaredError",
+           "Target"]

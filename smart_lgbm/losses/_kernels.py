@@ -4,7 +4,7 @@ Private module: every function trusts its inputs (shapes, dtypes and label value
 checked by the loss classes) and runs without bounds checks.
 
 Gradients are LightGBM v4.6.0's own expressions (``src/objective/binary_objective.hpp``,
-``regression_objective.hpp``, ``multiclass_objective.hpp``): double arithmetic in the same
+``regression_objective.hpp``, ``multiclass_objective.hpp``, ``xentropy_objective.hpp``): double arithmetic in the same
 association order, ``exp`` from the C math library (numba lowers ``math.exp`` to libm, the
 function ``std::exp`` calls), one float32 rounding at the store, exactly where LightGBM
 casts to ``score_t``.  Weights are LightGBM's float32 values, passed as float64 (exact).
@@ -142,6 +142,92 @@ def binary_loss(raw, label, weight, sigmoid, out):
     for i in prange(n):
         sign = 1.0 if label[i] > 0.0 else -1.0
         value = _log1p_exp(-sign * sigmoid * raw[i])
+        out[i] = value * weight[i] if weighted else value
+
+
+@row_kernel(rows=0, axis=0)
+def binary_class_weighted_gradients(raw, label, weight, sigmoid, weight_neg, weight_pos, grad, hess):
+    """``BinaryLogloss::GetGradients`` with label weights (``is_unbalance``,
+    ``scale_pos_weight``): :func:`binary_row`'s response times the row's class weight, then
+    times its instance weight, in LightGBM's order."""
+    n = raw.shape[0]
+    weighted = weight.shape[0] > 0
+    for i in prange(n):
+        positive = label[i] > 0.0
+        g, h = binary_row(1.0 if positive else -1.0, sigmoid, raw[i])
+        lw = weight_pos if positive else weight_neg
+        if weighted:
+            grad[i] = g * lw * weight[i]
+            hess[i] = h * lw * weight[i]
+        else:
+            grad[i] = g * lw
+            hess[i] = h * lw
+
+
+@row_kernel(rows=0, axis=0)
+def huber_gradients(raw, label, weight, alpha, grad, hess):
+    """LightGBM's ``RegressionHuberLoss::GetGradients``: the residual inside ``alpha``, its
+    sign times ``alpha`` outside (the weighted form rounds the weight to float first, as
+    there: exact, LightGBM's weights are floats)."""
+    n = raw.shape[0]
+    weighted = weight.shape[0] > 0
+    for i in prange(n):
+        diff = raw[i] - label[i]
+        sign = 1.0 if diff > 0.0 else (-1.0 if diff < 0.0 else 0.0)  # Common::Sign
+        if weighted:
+            w = weight[i]
+            grad[i] = diff * w if abs(diff) <= alpha else (sign * w) * alpha
+            hess[i] = w
+        else:
+            grad[i] = diff if abs(diff) <= alpha else sign * alpha
+            hess[i] = 1.0
+
+
+@row_kernel(rows=0, axis=0)
+def huber_loss(raw, label, weight, alpha, out):
+    """Per-row Huber loss (LightGBM's ``huber`` metric's point loss) times the weight."""
+    n = raw.shape[0]
+    weighted = weight.shape[0] > 0
+    for i in prange(n):
+        d = abs(raw[i] - label[i])
+        value = 0.5 * d * d if d <= alpha else alpha * (d - 0.5 * alpha)
+        out[i] = value * weight[i] if weighted else value
+
+
+@row_kernel(rows=0, axis=0)
+def xentropy_gradients(raw, label, weight, grad, hess):
+    """LightGBM's ``CrossEntropy::GetGradients``: ``1 - label`` in float arithmetic (LightGBM's
+    ``1.0f - label_[i]``), the rest in double, the cut-off at a score of -37 as there."""
+    n = raw.shape[0]
+    weighted = weight.shape[0] > 0
+    for i in prange(n):
+        y = label[i]
+        if raw[i] > -37.0:
+            e = math.exp(-raw[i])
+            one_minus = np.float64(np.float32(1.0) - np.float32(y))
+            g = (one_minus - y * e) / (1.0 + e)
+            h = e / ((1.0 + e) * (1.0 + e))
+        else:
+            e = math.exp(raw[i])
+            g = e - y
+            h = e
+        if weighted:
+            grad[i] = g * weight[i]
+            hess[i] = h * weight[i]
+        else:
+            grad[i] = g
+            hess[i] = h
+
+
+@row_kernel(rows=0, axis=0)
+def xentropy_loss(raw, label, weight, out):
+    """Per-row cross-entropy ``-y log p - (1 - y) log(1 - p)`` at ``p = 1 / (1 + exp(-raw))``,
+    times the weight."""
+    n = raw.shape[0]
+    weighted = weight.shape[0] > 0
+    for i in prange(n):
+        y = label[i]
+        value = y * _log1p_exp(-raw[i]) + (1.0 - y) * _log1p_exp(raw[i])
         out[i] = value * weight[i] if weighted else value
 
 

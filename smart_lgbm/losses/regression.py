@@ -63,3 +63,50 @@ class SquaredError(Loss, kernels={"gradient_hessian": "_gradient_kernel", "loss"
 
     def _fused_loss(self) -> tuple[str, float] | None:
         return self._fused_as(SquaredError, "l2", 0.0)
+
+
+class Huber(Loss, kernels={"gradient_hessian": "_gradient_kernel", "loss": "_loss_kernel"}):
+    """LightGBM's ``objective="huber"``: the residual ``F - y`` where ``|F - y| <= alpha``, its
+    sign times ``alpha`` beyond; hessian 1 (LightGBM's, not the loss's second derivative).
+
+    Parameters
+    ----------
+    alpha : float > 0, default=0.9
+        LightGBM's ``alpha``: where the loss turns from squared to linear.
+    boost_from_average : bool, default=True
+        Start from the (weighted) label mean, as LightGBM's Huber objective (L2's initial score).
+    """
+
+    lightgbm_objective = "huber"
+    default_metric = "huber"
+
+    def __init__(self, alpha: float = 0.9, boost_from_average: bool = True) -> None:
+        if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not np.isfinite(alpha) or not alpha > 0:
+            raise ValueError(f"alpha must be a finite number > 0 for the huber objective, got {alpha!r}")
+        self.alpha = float(alpha)
+        self.boost_from_average = bool(boost_from_average)
+
+    def lightgbm_params(self) -> dict[str, Any]:
+        return {"objective": "huber", "alpha": self.alpha, "boost_from_average": self.boost_from_average}
+
+    def init_score(self, target: Target) -> np.ndarray:
+        return SquaredError(self.boost_from_average).init_score(target)
+
+    def gradient_hessian(self, raw: np.ndarray, target: Target) -> tuple[np.ndarray, np.ndarray]:
+        diff = raw - target.label
+        w = np.ones_like(diff) if target.weight is None else target.weight
+        grad = np.where(np.abs(diff) <= self.alpha, diff * w, (np.sign(diff) * w) * self.alpha)
+        return grad, w.astype(np.float64)
+
+    def _gradient_kernel(self, raw: np.ndarray, target: Target, grad: np.ndarray, hess: np.ndarray) -> None:
+        from . import _kernels
+
+        raw, label, weight = loss_buffer_arrays(raw, target, 1)
+        _kernels.huber_gradients(raw, label, weight, self.alpha, grad, hess)
+
+    def _loss_kernel(self, raw: np.ndarray, target: Target, out: np.ndarray) -> None:
+        """Per-row Huber loss, weighted."""
+        from . import _kernels
+
+        raw, label, weight = loss_buffer_arrays(raw, target, 1)
+        _kernels.huber_loss(raw, label, weight, self.alpha, out)

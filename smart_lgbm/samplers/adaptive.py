@@ -60,6 +60,11 @@ sets, the rate also grows on the first metric of the first validation set, in tw
 Without validation sets (and under :class:`smart_lgbm.SmartObjective` and Dask, which do
 not pass them on) the noise test decides alone.
 
+A window in which an engine iteration could not split its sample (no tree grew: too few
+rows for ``min_data_in_leaf`` and the other split requirements, e.g. 15 rows of iris at the
+start rate) also grows the rate: such a sample gives the noise test nothing to judge, and
+only a larger one lets the trees grow.
+
 Under ``refit_leaves=True`` (:mod:`smart_lgbm._engine.refit`) the noise test grows the rate only
 when ``R > 1`` (``threshold="auto"``, the default, means :data:`REFIT_RATIO` there and
 :data:`PLAIN_RATIO`, 0.1, without the refit), and the plateau rule is
@@ -221,7 +226,7 @@ class AdaptiveRate:
 
     def observe(self, state: AdaptiveRateState, iteration: int, sums: np.ndarray | None,
                 allgather: Allgather | None = None, *, refit_leaves: bool = False,
-                validation: Sequence[ValidationScore] = ()) -> float:
+                validation: Sequence[ValidationScore] = (), unsplit: bool = False) -> float:
         """Take one iteration's per-leaf sums (:func:`leaf_noise_sums`) and decide at the
         window's end; returns the rate of the next iteration.
 
@@ -232,6 +237,8 @@ class AdaptiveRate:
         and the plateau rule is off (the module docstring).  ``validation``: the validation
         sets' scores after the previous iteration (the run's
         :attr:`~smart_lgbm.samplers.RunContext.validation`), which the validation rules judge.
+        ``unsplit``: the previous iteration's sample could not be split (the run's
+        :attr:`~smart_lgbm.samplers.RunContext.unsplit`): the rate grows at the window's end.
         """
         state.last_iteration = iteration
         if state.rate >= self.maximum:
@@ -239,6 +246,9 @@ class AdaptiveRate:
         score = _first_validation_score(validation)
         if score is not None:
             state.scores.append(score)
+        # the previous iteration's sample could not be split: its trees say nothing about the
+        # noise (there are none), and a larger sample is what lets them grow
+        state.unsplit = state.unsplit or unsplit
         state.pending.append(np.zeros((NUM_SUMS, 0)) if sums is None else sums)
         if (iteration + 1) % self.window:
             return state.rate
@@ -252,7 +262,8 @@ class AdaptiveRate:
         # under the refit the noise is not in the leaf values, only in the choice of splits
         # (the module docstring): by default the test then asks whether it outweighs the signal
         limit = self.limit(refit_leaves)
-        if (ratio is not None and ratio > limit) or (not refit_leaves and self._plateau(state, iteration)) \
+        unsplit, state.unsplit = state.unsplit, False
+        if unsplit or (ratio is not None and ratio > limit) or (not refit_leaves and self._plateau(state, iteration)) \
                 or self._slowed(state, iteration):
             self._grow(state, iteration)
         return state.rate
@@ -326,6 +337,8 @@ class AdaptiveRateState:
         self.ratios: list[tuple[int, float | None]] = []
         #: the number of leaves the last per-leaf sums found (the next sums' table width)
         self.leaf_width = 64
+        #: whether an iteration of the current window could not split its sample
+        self.unsplit = False
 
 
 def _add_machines(per_rank: list[list[np.ndarray]]) -> list[np.ndarray]:
@@ -485,4 +498,4 @@ def observe_sample(sampler: Any, state: Any, indices: np.ndarray, fit_grad: np.n
                                state.kernel_arrays()[1], np.asarray(leaves), constant_p, run.leaf_width)
         run.leaf_width = sums.shape[1]  # the next tree has about as many leaves
     controller.observe(run, state.iteration, sums, state.run.allgather, refit_leaves=sampler.refit_leaves,
-                       validation=state.run.validation)
+                       validation=state.run.validation, unsplit=state.run.unsplit)

@@ -30,7 +30,7 @@ from ..losses.base import Loss, Target, defining_class
 from .._numba import kernel_constants as kc
 from . import buffers, draw, rate_solve
 from .adaptive import AdaptiveRate, AdaptiveRateState, Allgather, ValidationScore, observe_sample, rate_state
-from .spec import PROBABILITY_RATE, RATE, REFIT_LEAVES, RHO
+from .spec import PROBABILITY_RATE, RATE, REFIT_LEAVES, RHO, refit_leaves_of
 
 
 #: Marks an attribute without a class-level default (:meth:`Sampler._shown`).
@@ -113,11 +113,16 @@ class RunContext:
         On a machine of a distributed run of several machines (:mod:`smart_lgbm.dask`),
         ``allgather(tag, value)``: every machine's ``value`` in rank order, for a decision all
         machines must take alike; None on one machine.
+    unsplit : bool
+        After each engine iteration: whether its sample could not be split (no tree grew:
+        too few rows for the split requirements); an adaptive rate then grows at its next
+        decision.  Always False outside :func:`smart_lgbm.train`.
     """
 
     sampler_state: Any = None
     validation: tuple[ValidationScore, ...] = ()
     allgather: Allgather | None = None
+    unsplit: bool = False
 
     @classmethod
     def start(cls, sampler: Sampler, allgather: Allgather | None = None) -> RunContext:
@@ -379,17 +384,19 @@ class ProbabilitySampler(Sampler):
         while the sampled trees are noise-dominated (:mod:`smart_lgbm.samplers.adaptive`).
     rho : float > 0, optional
         Fixed ``rho`` as in the paper (the rate then varies per iteration).
-    refit_leaves : bool, default=False
+    refit_leaves : bool or None, default=None
         Leaf values from every training row, the sample choosing only the splits
-        (:attr:`Sampler.refit_leaves`).
+        (:attr:`Sampler.refit_leaves`); None takes the class attribute (False here; a user's
+        subclass may declare ``refit_leaves = True``).
 
     Notes
     -----
     The built-in subclasses compute their importances inside compiled kernels; a user
     subclass's :meth:`importance` (or :meth:`importance_from_state`) is called once per
     iteration and must return one finite, non-negative number per row, else a
-    ``ValueError`` names the sampler.  Rows of zero importance are never drawn; if every
-    importance is zero the draw is uniform at ``rate`` (every row with a fixed ``rho``).
+    ``ValueError`` names the sampler.  Rows of zero importance are never drawn, except at
+    ``rate=1.0`` (fixed, or an adaptive rate at 1.0), which draws every row: full boosting;
+    if every importance is zero the draw is uniform at ``rate`` (every row with a fixed ``rho``).
     """
 
     #: the built-in draw takes its randomness as ``state.draw_key`` (:meth:`sample`)
@@ -422,7 +429,7 @@ class ProbabilitySampler(Sampler):
             _FIT_KERNELS.add(cls)
 
     def __init__(self, rate: float | str | AdaptiveRate | None = PROBABILITY_RATE.default,
-                 rho: float | None = RHO.default, refit_leaves: bool = REFIT_LEAVES.default) -> None:
+                 rho: float | None = RHO.default, refit_leaves: bool | None = REFIT_LEAVES.default) -> None:
         if rate is not None and rho is not None:
             raise ValueError("give either rate or rho, not both")
         owner = type(self).__name__
@@ -430,7 +437,7 @@ class ProbabilitySampler(Sampler):
         # (the rate Params convert "auto" to an AdaptiveRate)
         self.rate = cast("float | AdaptiveRate | None", RATE.default if rate is None and rho is None else rate)
         self.rho = RHO.check(rho, owner)
-        self.refit_leaves = REFIT_LEAVES.check(refit_leaves, owner)
+        self.refit_leaves = refit_leaves_of(self, refit_leaves)
 
     @property
     def needs_leaves(self) -> bool:  # type: ignore[override]

@@ -24,8 +24,9 @@ class FirstOrder(ProbabilitySampler, importance_kernel=kc.FIRST):
         start low and grow while the trees are noise-dominated (:class:`AdaptiveRate`).
     rho : float > 0, optional
         The paper's fixed ``rho``.  Give ``rate`` or ``rho``, not both.
-    refit_leaves : bool, default=False
-        Leaf values from every training row (:attr:`Sampler.refit_leaves`).
+    refit_leaves : bool or None, default=None
+        Leaf values from every training row (:attr:`Sampler.refit_leaves`); None takes the
+        class attribute (False here; a subclass may declare ``refit_leaves = True``).
     """
 
     def importance(self, grad: np.ndarray, hess: np.ndarray) -> np.ndarray:
@@ -72,8 +73,9 @@ class SecondOrder(ProbabilitySampler, importance_kernel=kc.SECOND, fit_kernel=Tr
     anchor_lag : int >= 1 or None, default=None
         How many iterations back the anchor ``y~`` lies; None turns the regulariser off
         (plain second-gradient-proportional sampling).
-    refit_leaves : bool, default=False
-        Leaf values from every training row (:attr:`Sampler.refit_leaves`).
+    refit_leaves : bool or None, default=None
+        Leaf values from every training row (:attr:`Sampler.refit_leaves`); None takes the
+        class attribute (False here; a subclass may declare ``refit_leaves = True``).
     """
 
     def __init__(
@@ -82,7 +84,7 @@ class SecondOrder(ProbabilitySampler, importance_kernel=kc.SECOND, fit_kernel=Tr
         rho: float | None = RHO.default,
         eta: float = ETA.default,
         anchor_lag: int | None = ANCHOR_LAG.default,
-        refit_leaves: bool = REFIT_LEAVES.default,
+        refit_leaves: bool | None = REFIT_LEAVES.default,
     ) -> None:
         super().__init__(rate=rate, rho=rho, refit_leaves=refit_leaves)
         self.eta = ETA.check(eta, type(self).__name__)
@@ -175,13 +177,14 @@ class MVS(ProbabilitySampler, importance_kernel=kc.MVS):
         ``lambda``.  "auto" sets it each iteration to ``(sum|g| / sum h)^2``, the squared
         size of a typical Newton step, so that both terms weigh about equally (our choice;
         CatBoost derives it from the previous iteration's leaf values to the same effect).
-    refit_leaves : bool, default=False
-        Leaf values from every training row (:attr:`Sampler.refit_leaves`).
+    refit_leaves : bool or None, default=None
+        Leaf values from every training row (:attr:`Sampler.refit_leaves`); None takes the
+        class attribute (False here; a subclass may declare ``refit_leaves = True``).
     """
 
     def __init__(self, rate: float | str | AdaptiveRate | None = PROBABILITY_RATE.default,
                  rho: float | None = RHO.default, reg: float | str = REG.default,
-                 refit_leaves: bool = REFIT_LEAVES.default) -> None:
+                 refit_leaves: bool | None = REFIT_LEAVES.default) -> None:
         super().__init__(rate=rate, rho=rho, refit_leaves=refit_leaves)
         self.reg = REG.check(reg, type(self).__name__)
 
@@ -220,8 +223,9 @@ class LossBased(ProbabilitySampler, importance_kernel=kc.LOSS):
         Target expected sampling rate; default 0.1 ("auto": :class:`AdaptiveRate`).
     rho : float > 0, optional
         Fixed ``rho``.  Give ``rate`` or ``rho``, not both.
-    refit_leaves : bool, default=False
-        Leaf values from every training row (:attr:`Sampler.refit_leaves`).
+    refit_leaves : bool or None, default=None
+        Leaf values from every training row (:attr:`Sampler.refit_leaves`); None takes the
+        class attribute (False here; a subclass may declare ``refit_leaves = True``).
     """
 
     def importance(self, grad: np.ndarray, hess: np.ndarray) -> np.ndarray:

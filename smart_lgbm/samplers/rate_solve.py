@@ -132,7 +132,8 @@ def solve(imp: Importance, rate: float | None, rho: float | None, owner: str, ma
 
     Rows of zero importance get ``p = 0``; if every importance is 0 the draw falls back to
     uniform at ``rate`` (all rows when ``rho`` is fixed); if ``rate * n`` is at least the
-    number of positive importances every such row gets ``p = 1``.
+    number of positive importances every such row gets ``p = 1``.  At ``rate = 1`` every row
+    gets ``p = 1``, zero importances too: full boosting.
 
     ``start``: a guess of ``rho`` in the importance's units (the previous iteration's
     ``solved_rho``), tried first (see :func:`_rate_rho`); the answer is the same double.
@@ -161,6 +162,10 @@ def solve(imp: Importance, rate: float | None, rho: float | None, owner: str, ma
         smax, n_pos, exponent, total = _scan(imp, owner, rho is None, statistics)
     if n_pos == 0:  # e.g. a perfectly fitted training set: uniform keeps boosting unbiased
         return Solution(Importance(CONST, imp.n, imp.g, imp.h), 1.0, 1.0, rate if rate is not None else 1.0)
+    if rho is None and rate is not None and rate >= 1.0:
+        # rate 1 is full boosting: every row, weight 1, also those of zero importance (whose
+        # gradient and hessian may be 0 yet count towards min_data_in_leaf, as in Full())
+        return Solution(Importance(CONST, imp.n, imp.g, imp.h), 1.0, 1.0, 1.0)
     if rho is not None:
         return Solution(imp, 1.0, 1.0, rho)
     assert rate is not None  # the samplers give a rate or rho (ProbabilitySampler.__init__)

@@ -9,7 +9,7 @@ from . import buffers, draw, rate_solve, trimming
 from ..losses.base import defining_class
 from .adaptive import AdaptiveRate, AdaptiveRateState, observe_sample, rate_state
 from .base import Sample, Sampler, SamplingState
-from .spec import ALPHA, RATE, REFIT_LEAVES
+from .spec import ALPHA, RATE, REFIT_LEAVES, refit_leaves_of
 
 
 class Full(Sampler):
@@ -40,17 +40,18 @@ class Uniform(Sampler):
     ----------
     rate : float in (0, 1], "auto" or AdaptiveRate, default=0.1
         "auto": start low and grow while the trees are noise-dominated (:class:`AdaptiveRate`).
-    refit_leaves : bool, default=False
-        Leaf values from every training row (:attr:`Sampler.refit_leaves`).
+    refit_leaves : bool or None, default=None
+        Leaf values from every training row (:attr:`Sampler.refit_leaves`); None takes the
+        class attribute (False here; a subclass may declare ``refit_leaves = True``).
     """
 
     #: the compiled draw takes its randomness as ``state.draw_key`` (:meth:`sample`)
     draws_from_key = True
 
     def __init__(self, rate: float | str | AdaptiveRate = RATE.default,
-                 refit_leaves: bool = REFIT_LEAVES.default) -> None:
+                 refit_leaves: bool | None = REFIT_LEAVES.default) -> None:
         self.rate = RATE.check(rate, type(self).__name__)
-        self.refit_leaves = REFIT_LEAVES.check(refit_leaves, type(self).__name__)
+        self.refit_leaves = refit_leaves_of(self, refit_leaves)
 
     @property
     def needs_leaves(self) -> bool:  # type: ignore[override]
@@ -94,15 +95,16 @@ class WeightTrimming(Sampler):
     ----------
     alpha : float in [0, 1), default=0.1
         Fraction of the total weight that may be trimmed.
-    refit_leaves : bool, default=False
-        Leaf values from every training row (:attr:`Sampler.refit_leaves`).
+    refit_leaves : bool or None, default=None
+        Leaf values from every training row (:attr:`Sampler.refit_leaves`); None takes the
+        class attribute (False here; a subclass may declare ``refit_leaves = True``).
     """
 
     deterministic = True
 
-    def __init__(self, alpha: float = ALPHA.default, refit_leaves: bool = REFIT_LEAVES.default) -> None:
+    def __init__(self, alpha: float = ALPHA.default, refit_leaves: bool | None = REFIT_LEAVES.default) -> None:
         self.alpha = ALPHA.check(alpha, type(self).__name__)
-        self.refit_leaves = REFIT_LEAVES.check(refit_leaves, type(self).__name__)
+        self.refit_leaves = refit_leaves_of(self, refit_leaves)
 
     def kept_rows(self, weight: np.ndarray) -> np.ndarray:
         """Sorted int32 indices of the rows kept for weights ``weight`` (shape (n,))."""

@@ -16,7 +16,7 @@ from typing import Any
 from .._validation import Boolean, Constraint, InstanceOf, Interval, NoneValue, Options, Param
 from .adaptive import AdaptiveRate, adaptive_rate_from_table
 
-__all__ = ["ALPHA", "ANCHOR_LAG", "ETA", "PROBABILITY_RATE", "REFIT_LEAVES", "REG", "RHO", "RATE"]
+__all__ = ["ALPHA", "ANCHOR_LAG", "ETA", "PROBABILITY_RATE", "REFIT_LEAVES", "REG", "RHO", "RATE", "refit_leaves_of"]
 
 
 def _rate_object(value: Any) -> Any:
@@ -60,7 +60,15 @@ ETA = Param("eta", (Interval(Real, 0, None, closed="left"),), 1.0,
 ANCHOR_LAG = Param("anchor_lag", (Interval(Integral, 1, None, closed="left"), NoneValue()), None,
                    "iterations back to the regulariser's anchor; None (\"off\" in configs): no regulariser",
                    none_in_toml="off")
-REFIT_LEAVES = Param("refit_leaves", (Boolean(),), False,
-                     "set each tree's leaf values from all training rows (the sample only chooses the splits)")
+REFIT_LEAVES = Param("refit_leaves", (Boolean(), NoneValue()), None,
+                     "set each tree's leaf values from all training rows (the sample only chooses the splits); "
+                     "None: the sampler class's refit_leaves attribute (False for the built-in samplers)")
 REG = Param("reg", (Interval(Real, 0, None, closed="left"), Options(("auto",))), "auto",
             "lambda of sqrt(g^2 + lambda h^2); \"auto\": (sum|g| / sum h)^2 each iteration")
+
+
+def refit_leaves_of(sampler: Any, value: Any) -> bool:
+    """A sampler's ``refit_leaves`` from its constructor argument: the checked value, or for
+    None the class attribute (a user's subclass may declare ``refit_leaves = True``)."""
+    checked = REFIT_LEAVES.check(value, type(sampler).__name__)
+    return bool(type(sampler).refit_leaves) if checked is None else bool(checked)
