@@ -39,7 +39,9 @@ exclude_patterns = [
     # the raw output of `smart-lgbm compare` (tables beside their records); the results page
     # renders them (scripts/render_results.py)
     "results/*/table.md",
+    "results/*/*/table.md",
     "results/summary.md",
+    "results/*/summary.md",
     "results/**/*.json",
 ]
 templates_path = ["_templates"]

@@ -34,10 +34,12 @@ START = "<!-- results-table:start -->"
 END = "<!-- results-table:end -->"
 NOT_RECORDED = "not recorded"
 GROUPS = ("stock LightGBM", "other libraries", "smart-lgbm")
-# The smart-lgbm method README's table shows: the one the guide recommends (docs/choosing.md),
-# the same on every data set, never the per-table fastest; the first of these labels a
-# comparison ran. A comparison with none of them shows its fastest smart-lgbm method, marked so.
-RECOMMENDED = ("auto", "first_order_auto_refit")
+# The smart-lgbm method README's table shows: sampler="auto", the default, never the
+# per-table fastest. A comparison that did not run it shows the method auto picks for its
+# objective (smart_lgbm.samplers.auto.RULES on large data), else its fastest, marked so.
+RECOMMENDED = ("auto",)
+AUTO_PICKS = {"lambdarank": "first_order_refit", "binary": "first_order_auto_refit",
+              "multiclass": "first_order_auto_refit"}
 
 
 # --------------------------------------------------------------------------- reading
@@ -78,6 +80,8 @@ class Experiment:
     machines: dict[str, list[str]] = field(default_factory=dict)
     versions: dict[str, list[str]] = field(default_factory=dict)
     dates: list[str] = field(default_factory=list)
+    folder: str = ""  # the records' folder, relative to the results folder
+    objective: str = ""  # LightGBM's objective of the comparison's parameters
 
     @property
     def anchor(self) -> str:
@@ -198,8 +202,17 @@ def read_experiment(path: Path, configs: Path = ROOT / "configs") -> Experiment:
 
 
 def read_all(results: Path, configs: Path = ROOT / "configs") -> list[Experiment]:
-    """Every experiment folder of ``results`` with records: real data first, then by name."""
-    experiments = [read_experiment(p, configs) for p in sorted(results.glob("*/records.json"))]
+    """Every experiment folder of ``results`` with records: real data first, then by name.
+
+    An experiment's folder sits in ``results`` or one level deeper: ``smart-lgbm compare
+    --output docs/results/<config>`` writes ``docs/results/<config>/<experiment>/``."""
+    experiments = []
+    for path in sorted([*results.glob("*/records.json"), *results.glob("*/*/records.json")]):
+        exp = read_experiment(path, configs)
+        exp.folder = path.parent.relative_to(results).as_posix()
+        records = json.loads(path.read_text(encoding="utf-8"))
+        exp.objective = str((records.get("params") or {}).get("objective", "")).lower()
+        experiments.append(exp)
     return sorted(experiments, key=lambda e: (not e.real, e.name))
 
 
@@ -304,10 +317,11 @@ def _fastest(rows: Sequence[MethodRow]) -> MethodRow | None:
     return min(reached, key=lambda r: r.to_target[0]) if reached else None  # type: ignore[arg-type, return-value]
 
 
-def _recommended(rows: Sequence[MethodRow]) -> tuple[MethodRow | None, bool]:
+def _recommended(rows: Sequence[MethodRow], objective: str = "") -> tuple[MethodRow | None, bool]:
     """The recommended smart-lgbm method's row, or the fastest one's (and False) without it."""
     by_label = {r.label: r for r in rows}
-    for label in RECOMMENDED:
+    pick = AUTO_PICKS.get(objective)
+    for label in (*RECOMMENDED, *([pick] if pick else [])):
         if label in by_label:
             return by_label[label], True
     return _fastest(rows), False
@@ -327,7 +341,7 @@ def summary_markdown(experiments: Sequence[Experiment], link: str) -> str:
         others = [r for r in exp.rows if r.group != GROUPS[2] and r is not full]
         ours = [r for r in exp.rows if r.group == GROUPS[2]]
         best_other = _fastest(others)
-        best_ours, recommended = _recommended(ours)
+        best_ours, recommended = _recommended(ours, exp.objective)
         sign = "-" if exp.higher_is_better else "+"
         target = f"best {exp.metric} {sign} " + (f"{exp.tolerance:g}" if exp.tolerance is not None else "?")
 
@@ -356,10 +370,9 @@ def summary_markdown(experiments: Sequence[Experiment], link: str) -> str:
     versions = sorted({v for exp in experiments for v in exp.versions})
     lines += ["", "Training seconds (evaluation excluded) until a method first reaches stock LightGBM full's best "
               "validation quality within the stated tolerance; each row is one comparison of every method on "
-              "the same data and machine. smart-lgbm's column shows the method the guide recommends (docs/"
-              "choosing.md), the same on every data set: " + ", ".join(f"`{label}`" for label in RECOMMENDED)
-              + ", the first a comparison ran; a comparison without it shows its fastest smart-lgbm method, "
-              "marked (fastest). "
+              "the same data and machine. smart-lgbm's column shows `sampler=\"auto\"`, the default; a "
+              "comparison that did not run it shows the method auto picks for its objective on large data "
+              "(docs/choosing.md), else its fastest smart-lgbm method, marked (fastest). "
               + (f"Commands, every method's figures and plots: [the results page]({link}). " if link else "")
               + f"Machine: {'; '.join(machines)}. Versions: {'; '.join(versions)}. Dates: {'; '.join(notes)}."]
     return "\n".join(lines) + "\n"
@@ -395,7 +408,7 @@ def page_markdown(experiments: Sequence[Experiment], results: Path) -> str:
     ]
     for exp in experiments:
         lines += [experiment_markdown(exp), f"![{exp.name}: quality against training seconds]"
-                  f"({exp.name}/metric_vs_seconds.png)" if (results / exp.name / "metric_vs_seconds.png").is_file()
+                  f"({exp.folder}/metric_vs_seconds.png)" if (results / exp.folder / "metric_vs_seconds.png").is_file()
                   else "", ""]
     benches = bench_files(results)
     if benches:

@@ -115,16 +115,31 @@ def test_methods_are_grouped_with_their_times_to_the_target_and_best_quality(ren
 def test_readme_shows_the_recommended_method_not_the_fastest(renderer, tmp_path):
     records = _records({"command": "c", "time": "2030-01-01T00:00:00"})
     # a slower run under the recommended label: README's table shows it, not the faster fo
-    records["methods"].append({"label": renderer.RECOMMENDED[-1], "kind": "first_order",
+    records["methods"].append({"label": renderer.RECOMMENDED[0], "kind": "first_order",
                                "options": {"rate": "auto", "refit_leaves": True}})
-    records["runs"].append(_run(renderer.RECOMMENDED[-1], "first_order", [0.55, 0.4, 0.31, 0.30],
+    records["runs"].append(_run(renderer.RECOMMENDED[0], "first_order", [0.55, 0.4, 0.31, 0.30],
                                 [2.0, 2.0, 2.0, 2.0]))
     results, readme = _write(tmp_path, records)
     table = renderer.render(results, readme, tmp_path)[readme].split(renderer.START)[1].split(renderer.END)[0]
     row = next(line for line in table.splitlines() if line.startswith("| [toy]"))
     # reaches 0.31 at iteration 3: 6 s, 20 / 6 = 3.33x stock full; xgb's 8 s / 6 s = 1.33x
-    assert f"`{renderer.RECOMMENDED[-1]}` 6.000 s |" in row and "`fo`" not in row
+    assert f"`{renderer.RECOMMENDED[0]}` 6.000 s |" in row and "`fo`" not in row
     assert "| 3.33x | 1.33x |" in row
+
+
+def test_an_experiment_one_folder_deeper_is_read_with_its_plot(renderer, tmp_path):
+    # smart-lgbm compare --output results/cfg writes results/cfg/<experiment>/
+    records = _records({"command": "smart-lgbm compare cfg.toml --output results/cfg", "time": "2030-01-01T00:00:00"})
+    folder = tmp_path / "results" / "cfg" / "toy"
+    folder.mkdir(parents=True)
+    (folder / "records.json").write_text(json.dumps(records))
+    (folder / "metric_vs_seconds.png").write_bytes(b"png")
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# x\n\n{renderer_markers()}\n")
+    pages = renderer.render(tmp_path / "results", readme, tmp_path)
+    page = pages[tmp_path / "results" / "README.md"]
+    assert "## toy" in page and "(cfg/toy/metric_vs_seconds.png)" in page
+    assert "| [toy](" in pages[readme] and "#toy) (synthetic)" in pages[readme]
 
 
 def test_records_without_metadata_say_not_recorded_and_take_the_tolerance_from_their_config(renderer, tmp_path):
