@@ -198,7 +198,8 @@ def read_experiment(path: Path, configs: Path = ROOT / "configs") -> Experiment:
         target_source=table.target_source, tolerance=tolerance, tolerance_source=tolerance_source,
         tight=tight if ttt is not None and len(ttt.tolerances) > 1 else None, rows=rows, full_best=table.full_best,
         commands=_distinct(entries, lambda env: env.get("command") or NOT_RECORDED),
-        machines=_distinct(entries, _machine), versions=_distinct(entries, _versions), dates=dates)
+        machines=_distinct(entries, _machine), versions=_distinct(entries, _versions), dates=dates,
+        objective=str((records.get("params") or {}).get("objective", "")).lower())
 
 
 def read_all(results: Path, configs: Path = ROOT / "configs") -> list[Experiment]:
@@ -210,8 +211,6 @@ def read_all(results: Path, configs: Path = ROOT / "configs") -> list[Experiment
     for path in sorted([*results.glob("*/records.json"), *results.glob("*/*/records.json")]):
         exp = read_experiment(path, configs)
         exp.folder = path.parent.relative_to(results).as_posix()
-        records = json.loads(path.read_text(encoding="utf-8"))
-        exp.objective = str((records.get("params") or {}).get("objective", "")).lower()
         experiments.append(exp)
     return sorted(experiments, key=lambda e: (not e.real, e.name))
 

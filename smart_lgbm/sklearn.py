@@ -326,7 +326,8 @@ class SmartRegressor(lgb.LGBMRegressor, _EngineFit):
         LightGBM's own parameters (``n_estimators``, ``learning_rate``, ``num_leaves``, ...),
         as the LightGBM estimator takes them; those the engine cannot honour (``boosting_type``
         other than ``"gbdt"``, bagging through ``subsample`` with ``subsample_freq``, ...) are
-        refused at ``fit`` with a ``ValueError`` naming them.
+        refused at ``fit`` with a ``ValueError`` naming them when a sampler is given
+        (``"auto"`` trains them with stock LightGBM).
     """
 
     __init__ = _smart_init
@@ -353,7 +354,8 @@ class SmartClassifier(lgb.LGBMClassifier, _EngineFit):
         LightGBM's own parameters (``n_estimators``, ``learning_rate``, ``num_leaves``, ...),
         as the LightGBM estimator takes them; those the engine cannot honour (``boosting_type``
         other than ``"gbdt"``, bagging through ``subsample`` with ``subsample_freq``, ...) are
-        refused at ``fit`` with a ``ValueError`` naming them.
+        refused at ``fit`` with a ``ValueError`` naming them when a sampler is given
+        (``"auto"`` trains them with stock LightGBM).
     """
 
     __init__ = _smart_init
@@ -379,7 +381,8 @@ class SmartRanker(lgb.LGBMRanker, _EngineFit):
         LightGBM's own parameters (``n_estimators``, ``learning_rate``, ``num_leaves``, ...),
         as the LightGBM estimator takes them; those the engine cannot honour (``boosting_type``
         other than ``"gbdt"``, bagging through ``subsample`` with ``subsample_freq``, ...) are
-        refused at ``fit`` with a ``ValueError`` naming them.
+        refused at ``fit`` with a ``ValueError`` naming them when a sampler is given
+        (``"auto"`` trains them with stock LightGBM).
     """
 
     __init__ = _smart_init
