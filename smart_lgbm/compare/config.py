@@ -156,10 +156,13 @@ class DataSpec:
     max_rows: int | None = None
     #: classes of the ``dense_multiclass`` generator (None for every other source)
     n_classes: int | None = None
+    #: the CSV/Parquet columns declared categorical (text and pandas ``category`` columns
+    #: are categorical without it)
+    categorical: tuple[str, ...] | None = None
 
     #: Fields that records written before they existed do not hold: left out of a setup
     #: (:func:`smart_lgbm.compare.store.setup_of`) while unset, so such records still merge.
-    LATER_FIELDS = ("n_classes",)
+    LATER_FIELDS = ("n_classes", "categorical")
 
     def describe(self) -> str:
         """One line for logs and tables, e.g. ``synthetic dense_binary (n_rows=3000000, seed=0)``."""
@@ -483,6 +486,20 @@ def _data(value: Any, where: str, base: Path) -> DataSpec:
             if repeated:
                 raise ConfigError(f"{where} key 'features' repeats {', '.join(map(repr, repeated))}")
             spec["features"] = tuple(feats)
+        if "categorical" in value:
+            cats = value["categorical"]
+            if not isinstance(cats, list) or not cats or not all(isinstance(c, str) for c in cats):
+                raise ConfigTypeError(f"{where} key 'categorical' must be a non-empty list of column names, "
+                                      f"got {cats!r}")
+            not_features = [c for c in cats if c in (spec["label"], spec["group"])
+                            or ("features" in spec and c not in spec["features"])]
+            if not_features:
+                raise ConfigError(f"{where} key 'categorical' lists {', '.join(map(repr, not_features))}, which "
+                                  "is not a feature column (the label, the group, or a column 'features' leaves out)")
+            repeated = sorted({c for c in cats if cats.count(c) > 1})
+            if repeated:
+                raise ConfigError(f"{where} key 'categorical' repeats {', '.join(map(repr, repeated))}")
+            spec["categorical"] = tuple(cats)
     return DataSpec(source, **spec)
 
 

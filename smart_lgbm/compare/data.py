@@ -155,50 +155,135 @@ def _read_lightgbm(path: Any, query: Any) -> Split:
     return Split(X.tocsr(), y, g)
 
 
-def _read_table(spec: DataSpec, path: Any, where: str) -> Split:
+def _read_frame(spec: DataSpec, path: Any, where: str) -> Any:
+    """A CSV or Parquet file as a pandas DataFrame, its label, group and feature columns checked."""
     import pandas as pd
-
-    from ..datasets.ranking import group_from_qid
 
     frame = pd.read_parquet(path) if spec.source == "parquet" else pd.read_csv(path)
     for column_key, column in (("label", spec.label), ("group", spec.group)):
         if column is not None and column not in frame.columns:
             raise ConfigError(f"{where}: no column {column!r} named by key {column_key!r}; columns: {', '.join(map(str, frame.columns))}")
-    features = list(spec.features) if spec.features else [c for c in frame.columns if c not in (spec.label, spec.group)]
-    missing = [c for c in features if c not in frame.columns]
+    missing = [c for c in _feature_columns(spec, frame) if c not in frame.columns]
     if missing:
         raise ConfigError(f"{where}: key 'features' names missing columns {missing}")
-    X = frame[features].to_numpy(dtype=np.float64)
-    y = frame[spec.label].to_numpy(dtype=np.float64)
-    group = group_from_qid(frame[spec.group].to_numpy()) if spec.group else None
-    return Split(X, y, group)
+    missing = [c for c in spec.categorical or () if c not in frame.columns]
+    if missing:
+        raise ConfigError(f"{where}: key 'categorical' names missing columns {missing}")
+    return frame
 
 
-def _files(spec: DataSpec, where: str) -> tuple[Split, Split]:
-    def read(path: Any, query: Any, key: str) -> Split:
+def _feature_columns(spec: DataSpec, frame: Any) -> list[str]:
+    if spec.features:
+        return list(spec.features)
+    return [c for c in frame.columns if c not in (spec.label, spec.group)]
+
+
+def _categorical_columns(spec: DataSpec, frame: Any, features: list[str]) -> list[str]:
+    """The declared categorical columns, plus every feature column that is not numeric
+    (strings, pandas ``category``): LightGBM cannot read those as numbers, and a user who
+    keeps text in a feature column means it as categories."""
+    from pandas.api.types import is_bool_dtype, is_numeric_dtype
+
+    declared = set(spec.categorical or ())
+    return [c for c in features
+            if c in declared or not (is_numeric_dtype(frame[c]) or is_bool_dtype(frame[c]))]
+
+
+def _category_codes(train: Any, others: list[Any]) -> list[np.ndarray]:
+    """Integer codes (as float64) of a categorical column: the categories are the training
+    column's distinct values, sorted; a value the training data lack and a missing value are
+    NaN, which LightGBM's categorical splits send with the missing values."""
+    import pandas as pd
+
+    categories = pd.Index(pd.unique(train.dropna()))
+    try:
+        categories = categories.sort_values()
+    except TypeError:  # mixed types (e.g. numbers and text in one column): first-seen order
+        pass
+    out = []
+    for column in [train, *others]:
+        codes = categories.get_indexer(np.asarray(column.astype(object))).astype(np.float64)
+        codes[codes < 0] = np.nan
+        out.append(codes)
+    return out
+
+
+def _table_splits(spec: DataSpec, train_frame: Any, valid_frame: Any | None,
+                  where: str) -> tuple[Split, Split | None, tuple[int, ...]]:
+    """Features, labels and query sizes of CSV/Parquet frames, categorical columns as codes
+    shared by both (the training frame's categories), and those columns' feature indices."""
+    from ..datasets.ranking import group_from_qid
+
+    features = _feature_columns(spec, train_frame)
+    categorical = _categorical_columns(spec, train_frame, features)
+    frames = [train_frame] if valid_frame is None else [train_frame, valid_frame]
+    if valid_frame is not None:
+        missing = [c for c in features if c not in valid_frame.columns]
+        if missing:
+            raise ConfigError(f"{where}: the validation file lacks the training file's feature columns {missing}")
+    matrices = []
+    for frame in frames:
+        numeric = [c for c in features if c not in categorical]
+        try:
+            block = frame[numeric].to_numpy(dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"{where}: a numeric feature column holds values that are not numbers "
+                              f"({error_text(exc)}); list the column in key 'categorical'") from None
+        X = np.empty((len(frame), len(features)), dtype=np.float64)
+        X[:, [features.index(c) for c in numeric]] = block
+        matrices.append(X)
+    for column in categorical:
+        j = features.index(column)
+        for X, codes in zip(matrices, _category_codes(train_frame[column], [f[column] for f in frames[1:]]),
+                            strict=True):
+            X[:, j] = codes
+    splits = []
+    for frame, X in zip(frames, matrices, strict=True):
+        try:
+            y = frame[spec.label].to_numpy(dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"{where}: label column {spec.label!r} holds values that are not numbers "
+                              f"({error_text(exc)})") from None
+        group = group_from_qid(frame[spec.group].to_numpy()) if spec.group else None
+        splits.append(Split(X, y, group))
+    return splits[0], (splits[1] if len(splits) > 1 else None), tuple(features.index(c) for c in categorical)
+
+
+def _files(spec: DataSpec, where: str) -> tuple[Split, Split, tuple[int, ...]]:
+    def read(path: Any, key: str, reader: Any) -> Any:
         file_where = f"{where} key {key!r} ({path})"
         try:
-            if spec.source == "svmlight":
-                split = _read_svmlight(path)
-            elif spec.source == "lightgbm":
-                split = _read_lightgbm(path, query)
-            else:
-                split = _read_table(spec, path, file_where)
+            return reader(file_where)
         except ConfigError:
             raise
         except (ValueError, OSError, EOFError) as exc:
             # Malformed lines, a missing or mismatched .query file, a non-contiguous qid,
             # a broken archive: one line naming the file instead of a reader's traceback.
             raise ConfigError(f"{file_where}: cannot read it as {spec.source} data: {error_text(exc)}") from None
-        if split.num_rows == 0 or split.X.shape[1] == 0:
-            raise ConfigError(f"{file_where}: the file holds {split.num_rows} rows and {split.X.shape[1]} "
-                              "features; it needs at least one of each")
-        return split
 
-    train = read(spec.train, spec.train_query, "train")
-    if spec.valid is None:
-        return _split(train, spec.test_size, spec.seed)
-    valid = read(spec.valid, spec.valid_query, "valid")
+    def check(split: Split, key: str, path: Any) -> None:
+        if split.num_rows == 0 or split.X.shape[1] == 0:
+            raise ConfigError(f"{where} key {key!r} ({path}): the file holds {split.num_rows} rows and "
+                              f"{split.X.shape[1]} features; it needs at least one of each")
+
+    categorical: tuple[int, ...] = ()
+    valid: Split | None
+    if spec.source in ("csv", "parquet"):
+        train_frame = read(spec.train, "train", lambda w: _read_frame(spec, spec.train, w))
+        valid_frame = None if spec.valid is None else read(spec.valid, "valid",
+                                                           lambda w: _read_frame(spec, spec.valid, w))
+        train, valid, categorical = read(spec.train, "train",
+                                         lambda w: _table_splits(spec, train_frame, valid_frame, w))
+    else:
+        def file(path: Any, query: Any) -> Split:
+            return _read_svmlight(path) if spec.source == "svmlight" else _read_lightgbm(path, query)
+
+        train = read(spec.train, "train", lambda w: file(spec.train, spec.train_query))
+        valid = None if spec.valid is None else read(spec.valid, "valid", lambda w: file(spec.valid, spec.valid_query))
+    check(train, "train", spec.train)
+    if valid is None:
+        return (*_split(train, spec.test_size, spec.seed), categorical)
+    check(valid, "valid", spec.valid)
     if (train.group is None) != (valid.group is None):
         raise ConfigError(f"{where} key 'valid': one file has query groups and the other has none")
     if sp.issparse(train.X) and sp.issparse(valid.X):
@@ -206,7 +291,7 @@ def _files(spec: DataSpec, where: str) -> tuple[Split, Split]:
         train, valid = Split(Xa, train.y, train.group), Split(Xb, valid.y, valid.group)
     elif train.X.shape[1] != valid.X.shape[1]:
         raise ConfigError(f"{where} keys 'train' and 'valid' have {train.X.shape[1]} and {valid.X.shape[1]} features")
-    return train, valid
+    return train, valid, categorical
 
 
 def load_data(spec: DataSpec, where: str = "[data]") -> ExperimentData:
@@ -231,13 +316,14 @@ def load_data(spec: DataSpec, where: str = "[data]") -> ExperimentData:
         non-contiguous query ids) or too few rows or queries are left to split; the
         message names the key and the file.
     """
+    categorical: tuple[int, ...] = ()
     try:
         if spec.source == "bundled":
             train, valid = _bundled(spec)
         elif spec.source == "synthetic":
             train, valid = _synthetic(spec)
         else:
-            train, valid = _files(spec, where)
+            train, valid, categorical = _files(spec, where)
     except ConfigError:
         raise
     except ValueError as exc:  # e.g. one query or one row cannot be split into train and validation
@@ -246,12 +332,12 @@ def load_data(spec: DataSpec, where: str = "[data]") -> ExperimentData:
     desc = f"{spec.describe()}: {train.num_rows} train / {valid.num_rows} valid rows, {train.X.shape[1]} features"
     if train.group is not None and valid.group is not None:
         desc += f", {len(train.group)} / {len(valid.group)} queries"
-    categorical: tuple[int, ...] = ()
     if spec.generator == "mixed_categorical":
         from ..datasets.synthetic_categorical import DEFAULT_LEVELS
 
         assert spec.n_features is not None
         categorical = tuple(range(spec.n_features, spec.n_features + len(DEFAULT_LEVELS)))
+    if categorical:
         desc += f" ({len(categorical)} of them categorical)"
     return ExperimentData(train, valid, desc, categorical)
 

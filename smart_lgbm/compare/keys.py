@@ -93,6 +93,8 @@ DATA_KEYS: dict[str, str] = {
     "label": "the label column (required)",
     "group": "the query-id column, for ranking data (none)",
     "features": "the feature columns (every column but label and group)",
+    "categorical": "the categorical feature columns, split on by category as LightGBM's categorical_feature "
+                   "does; text and pandas category columns are categorical without it (none)",
     "test_size": "share of the rows (whole queries for ranking) split off for validation without 'valid' (0.2)",
     "seed": "seed of the split, and of a generator (0)",
     "max_rows": "keep only the first rows (whole queries) of each split, for a quick look (all rows)",
@@ -104,6 +106,8 @@ DATA_SOURCES: dict[str, tuple[str, ...]] = {
     "synthetic": ("source", "generator", "n_rows", "n_features", "n_classes", "seed", "test_size", "max_rows"),
     "svmlight": ("source", "train", "valid", "test_size", "seed", "max_rows"),
     "lightgbm": ("source", "train", "valid", "train_query", "valid_query", "test_size", "seed", "max_rows"),
-    "csv": ("source", "train", "valid", "label", "group", "features", "test_size", "seed", "max_rows"),
-    "parquet": ("source", "train", "valid", "label", "group", "features", "test_size", "seed", "max_rows"),
+    "csv": ("source", "train", "valid", "label", "group", "features", "categorical", "test_size", "seed",
+            "max_rows"),
+    "parquet": ("source", "train", "valid", "label", "group", "features", "categorical", "test_size", "seed",
+                "max_rows"),
 }

@@ -79,8 +79,11 @@ def _xgboost(params: dict[str, Any], data: ExperimentData, rounds: int, clock: _
     import xgboost as xgb
 
     train = data.train
+    # the categorical columns (integer codes, NaN for missing) as XGBoost's categorical features
+    categorical = {"feature_types": ["c" if j in data.categorical else "q" for j in range(train.X.shape[1])],
+                   "enable_categorical": True} if data.categorical else {}
     dtrain = xgb.QuantileDMatrix(train.X, label=train.y, group=train.group, max_bin=params["max_bin"],
-                                 nthread=params.get("nthread", -1))
+                                 nthread=params.get("nthread", -1), **categorical)
 
     class Timer(xgb.callback.TrainingCallback):
         def before_iteration(self, model: Any, epoch: int, evals_log: Any) -> bool:
@@ -105,10 +108,10 @@ def _xgboost(params: dict[str, Any], data: ExperimentData, rounds: int, clock: _
         X = data.valid.X
         k = int(params.get("num_class", 1))
         zeros = np.zeros((X.shape[0], k) if k > 1 else X.shape[0])
-        dvalid = xgb.DMatrix(X, base_margin=zeros, nthread=params.get("nthread", -1))
+        dvalid = xgb.DMatrix(X, base_margin=zeros, nthread=params.get("nthread", -1), **categorical)
         # the intercept (base_score as a raw score): one row predicted with and without it
-        one = xgb.DMatrix(X[:1], nthread=1)
-        one_zero = xgb.DMatrix(X[:1], base_margin=zeros[:1], nthread=1)
+        one = xgb.DMatrix(X[:1], nthread=1, **categorical)
+        one_zero = xgb.DMatrix(X[:1], base_margin=zeros[:1], nthread=1, **categorical)
         intercept = (booster.predict(one, output_margin=True, iteration_range=(0, 1))
                      - booster.predict(one_zero, output_margin=True, iteration_range=(0, 1)))
         total = np.zeros(zeros.shape, dtype=np.float64) + intercept
@@ -127,6 +130,16 @@ def _catboost(params: dict[str, Any], data: ExperimentData, rounds: int, clock: 
         X = split.X
         if sp.issparse(X):  # CatBoost reads CSR with 32-bit indices only
             X = sp.csr_matrix((X.data, X.indices.astype(np.int32), X.indptr.astype(np.int32)), shape=X.shape)
+        if data.categorical:
+            # CatBoost's categorical features take integers or text, not NaN: the codes as
+            # integers, a missing value as its own category -1
+            import pandas as pd
+
+            frame = pd.DataFrame(X)
+            for j in data.categorical:
+                codes = frame[j].to_numpy()
+                frame[j] = np.where(np.isnan(codes), -1, codes).astype(np.int64)
+            return cb.Pool(frame, label=split.y, group_id=group, cat_features=list(data.categorical))
         return cb.Pool(X, label=split.y, group_id=group)
 
     train = pool(data.train)
