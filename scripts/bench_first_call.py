@@ -26,8 +26,9 @@ seeded, made in the child (``--rows``, by default 5,000, x 20 dense float64; Lam
 documents). Data below 8,192 rows (``smart_lgbm._numba.row_kernel.PARALLEL_MIN_ROWS``) compile only the serial
 twins of the row kernels; a larger ``--rows`` shows the first call that compiles the parallel ones.
 
-With ``--warmup`` each empty cache is first filled by ``smart-lgbm warmup`` (timed, in its
-own process): ``first`` is then the first call after the warm-up.
+With ``--warmup`` each repeat's empty cache is first filled once by ``smart-lgbm warmup``
+(timed, in its own process), and every entry point runs in a copy of it: ``first`` is then
+the first call after the warm-up.
 
 Usage: python scripts/bench_first_call.py [--entry binary-first_order ...] [--repeats 1] [--rows 5000 ...]
        [--warmup] [--out docs/results/bench_first_call.md]
@@ -37,9 +38,11 @@ Times are wall-clock on whatever else the machine is doing: run it alone.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
@@ -143,48 +146,56 @@ def run_warmup(cache_dir: str) -> float:
     return time.perf_counter() - start
 
 
-def measure(entry: str, repeats: int, rows: int, warmup: bool = False) -> dict:
-    cold, cached, warmups = [], [], []
-    for _ in range(repeats):
+def measure(entry: str, repeats: int, rows: int, warmed: list[str] | None = None) -> dict:
+    """Medians over ``repeats`` fresh caches: empty ones, or copies of ``warmed[i]`` (a cache
+    ``smart-lgbm warmup`` filled), one copy per entry so no entry finds another's kernels."""
+    cold, cached = [], []
+    for i in range(repeats):
         with tempfile.TemporaryDirectory(prefix="numba-cache-") as cache:
-            if warmup:  # the first call then finds the cache smart-lgbm warmup left
-                warmups.append(run_warmup(cache))
+            if warmed is not None:  # the first call then finds the cache smart-lgbm warmup left
+                shutil.copytree(warmed[i], cache, dirs_exist_ok=True)
             cold.append(run_child(entry, cache, rows))
             cached.append(run_child(entry, cache, rows))  # a second fresh process finds the first one's cache
     med = lambda runs, key: statistics.median(r[key] for r in runs)  # noqa: E731
     return {"entry": entry, "rows": rows, "import": med(cold, "import"), "first": med(cold, "first"),
             "first_cpu": med(cold, "first_cpu"),
-            "second": med(cold, "second"), "cached": med(cached, "first"), "compiled": cold[0]["compiled"],
-            "warmup": statistics.median(warmups) if warmups else None}
+            "second": med(cold, "second"), "cached": med(cached, "first"), "compiled": cold[0]["compiled"]}
 
 
-def markdown(rows: list[dict], repeats: int, warmup: bool = False) -> str:
+def markdown(rows: list[dict], repeats: int, warmups: list[float] | None = None) -> str:
     load = os.getloadavg()
+    if warmups:
+        title = "# First `sl.train` after `smart-lgbm warmup` (numba's cache filled ahead of time)"
+        how = (f"each repeat's empty `NUMBA_CACHE_DIR` is first filled once by `smart-lgbm warmup` in its own process "
+               f"({_seconds(warmups)} s, median {statistics.median(warmups):.1f} s); each entry point then runs in a "
+               "fresh process with its own copy of that cache (`first`), the same call again in that process "
+               "(`second`: the training alone), and a new process that finds the cache the first left (`cached`).")
+    else:
+        title = "# First `sl.train` in a fresh process (numba compilation)"
+        how = ("each entry point in a fresh process with an empty `NUMBA_CACHE_DIR` (`first`), the same call again in "
+               "that process (`second`: the training alone), and a new process that finds the cache the first left "
+               "(`cached`).")
     lines = [
-        "# First `sl.train` in a fresh process (numba compilation)",
+        title,
         "",
-        f"`python scripts/bench_first_call.py {' '.join(sys.argv[1:])}`: each entry point in a fresh process with an "
-        "empty `NUMBA_CACHE_DIR` (`first`), the same call again in that process (`second`: the training "
-        "alone), and a new process that finds the cache the first left (`cached`). Seconds, medians of "
+        f"`python scripts/bench_first_call.py {' '.join(sys.argv[1:])}`: {how} Seconds, medians of "
         f"{repeats} repeat(s). Data: synthetic, the rows stated x 20 (LambdaRank: queries of 20 documents), "
-        "5 rounds; below 8,192 rows only the serial twins of the row kernels compile."
-        + (" `--warmup`: each empty cache is first filled by `smart-lgbm warmup` in its own process (its seconds "
-           "in the `warmup` column), so `first` is the first call after it." if warmup else ""),
+        "5 rounds; below 8,192 rows only the serial twins of the row kernels compile.",
         "",
         f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
         f"load average at the end {load[0]:.1f}"
         + (" (above the core count: other work skewed these times)." if load[0] > (os.cpu_count() or 1) else "."),
         "",
         "| entry point | rows | import smart_lgbm | first sl.train | its CPU time | second sl.train | "
-        "first sl.train, cached | largest compilations (s) |" + (" warmup |" if warmup else ""),
-        "|---|---:|---:|---:|---:|---:|---:|---|" + ("---:|" if warmup else ""),
+        "first sl.train, cached | largest compilations (s) |",
+        "|---|---:|---:|---:|---:|---:|---:|---|",
     ]
     for r in rows:
         top = ", ".join(f"{name.rsplit('.', 1)[-1]} {sec:.2f}" for name, sec in r["compiled"][:4]
                         if name.startswith("smart_lgbm"))
         lines.append(f"| {r['entry']} | {r['rows']:,} | {r['import']:.2f} | {r['first']:.2f} | {r['first_cpu']:.2f} | "
                      f"{r['second']:.2f} | "
-                     f"{r['cached']:.2f} | {top} |" + (f" {r['warmup']:.1f} |" if warmup else ""))
+                     f"{r['cached']:.2f} | {top or '(none)'} |")
     return "\n".join(lines) + "\n"
 
 
@@ -201,17 +212,37 @@ def main() -> int:
     rows = []
     if min(args.rows) < 20:
         parser.error(f"--rows must be >= 20, got {min(args.rows)}")
+    warmed: list[str] | None = None
+    warmups: list[float] = []
+    with contextlib.ExitStack() as stack:
+        if args.warmup:
+            warmed = [stack.enter_context(tempfile.TemporaryDirectory(prefix="numba-warm-")) for _ in range(args.repeats)]
+            for cache in warmed:
+                warmups.append(run_warmup(cache))
+                print(f"smart-lgbm warmup: {warmups[-1]:.1f} s", file=sys.stderr, flush=True)
+        rows = _measure_all(args, warmed)
+    text = markdown(rows, args.repeats, warmups or None)
+    print(text)
+    if args.out:
+        tmp = Path(args.out + ".tmp")
+        tmp.write_text(text)
+        os.replace(tmp, args.out)  # atomic: an interrupted run leaves the previous table
+    return 0
+
+
+def _seconds(values: list[float]) -> str:
+    return ", ".join(f"{v:.1f}" for v in values)
+
+
+def _measure_all(args: argparse.Namespace, warmed: list[str] | None) -> list[dict]:
+    rows = []
     for entry, n in ((e, n) for n in args.rows for e in args.entry):
-        row = measure(entry, args.repeats, n, args.warmup)
+        row = measure(entry, args.repeats, n, warmed)
         print(f"{entry} ({n:,} rows): first {row['first']:.2f} s (CPU {row['first_cpu']:.2f} s), second {row['second']:.2f} s, "
               f"cached {row['cached']:.2f} s",
               file=sys.stderr, flush=True)
         rows.append(row)
-    text = markdown(rows, args.repeats, args.warmup)
-    print(text)
-    if args.out:
-        Path(args.out).write_text(text)
-    return 0
+    return rows
 
 
 if __name__ == "__main__":

@@ -7,13 +7,15 @@ image, a CI job or a Dask worker's set-up: it trains a few rounds on tiny synthe
 with every method ``sampler="auto"`` can choose on large data, for every built-in task, on
 dense float64, dense float32 and sparse CSR features, with a validation set, once with the
 row kernels' serial twins and once with their parallel twins
-(:func:`smart_lgbm._numba.row_kernel.parallel_from`).  In an environment whose cache
+(:func:`smart_lgbm._numba.row_kernel.parallel_from`), the two in processes side by side
+where the machine has two cores or more.  In an environment whose cache
 already holds them it only loads them (a few seconds).
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -75,13 +77,39 @@ def _entries() -> Iterator[tuple[str, dict[str, Any], Any, np.ndarray, list[int]
                 yield f"{task}, {storage}, {name}", params, data, y, group, sampler
 
 
-def warmup(progress: Callable[[str], None] | None = None) -> list[str]:
+_TWINS = (("serial twins", None), ("parallel twins", 0))
+
+
+def _train_twins(twins: str) -> list[str]:
+    """Every training of :func:`warmup` with one kind of row-kernel twin; what was trained."""
+    from .engine import train
+
+    threshold = dict(_TWINS)[twins]
+    done: list[str] = []
+    with quiet():  # (warmup says what it compiles: no first-compilation notice)
+        for label, params, data, y, group, sampler in _entries():
+            line = f"warmup: {label}, {twins}"
+            logger.info(line)
+            start = time.perf_counter()
+            train_set = lgb.Dataset(data, y, group=group, free_raw_data=False)
+            valid = lgb.Dataset(data, y, group=group, reference=train_set)
+            if threshold is None:
+                train(params, train_set, _ROUNDS, sampler=sampler, valid_sets=[valid])
+            else:
+                with parallel_from(threshold):
+                    train(params, train_set, _ROUNDS, sampler=sampler, valid_sets=[valid])
+            logger.debug("%s: %.2f s", line, time.perf_counter() - start)
+            done.append(line)
+    return done
+
+
+def warmup(progress: Callable[[str], None] | None = None, processes: int | None = None) -> list[str]:
     """Compile (or load from numba's on-disk cache) the kernels of the recommended methods.
 
     Trains a few rounds on tiny synthetic data with each method ``sampler="auto"`` chooses
     on large data (``FirstOrder(rate="auto", refit_leaves=True)``, ``FirstOrder(rate=0.1,
     refit_leaves=True)``) for binary, multiclass, regression and LambdaRank (binary also on
-    float32 and sparse CSR features), with a validation set, with the serial and then the
+    float32 and sparse CSR features), with a validation set, with the serial and the
     parallel twin of every row kernel.  Afterwards the first training of those methods in
     any process of this environment starts without compiling.  The command line's
     ``smart-lgbm warmup`` calls it.
@@ -89,8 +117,14 @@ def warmup(progress: Callable[[str], None] | None = None) -> list[str]:
     Parameters
     ----------
     progress : callable, optional
-        Called with a line of text before each training (the command line prints them);
-        each is also logged at INFO on the ``smart_lgbm`` logger.
+        Called with a line of text for each training (the command line prints them); each
+        is also logged at INFO on the ``smart_lgbm`` logger.  With several processes the
+        lines come as each process finishes.
+    processes : int, optional
+        Processes that compile side by side: the serial twins' trainings in one, the
+        parallel twins' in another (numba compiles on one core; each process writes the
+        kernels it compiles into the shared on-disk cache).  Default: 2 where the machine
+        has two or more cores, else 1; 1 trains everything in this process.
 
     Returns
     -------
@@ -99,24 +133,31 @@ def warmup(progress: Callable[[str], None] | None = None) -> list[str]:
     """
     if progress is not None and not callable(progress):
         raise TypeError(f"progress must be a callable or None, got {type(progress).__name__}")
-    from .engine import train
-
-    done: list[str] = []
-    with quiet():  # (this function says what it compiles: no first-compilation notice)
-        for twins, threshold in (("serial twins", None), ("parallel twins", 0)):
-            for label, params, data, y, group, sampler in _entries():
-                line = f"warmup: {label}, {twins}"
-                logger.info(line)
+    if processes is None:
+        processes = 2 if (os.cpu_count() or 1) > 1 else 1
+    if isinstance(processes, bool) or not isinstance(processes, int) or processes < 1:
+        raise ValueError(f"processes must be an int >= 1 or None, got {processes!r}")
+    kinds = [twins for twins, _ in _TWINS]
+    if processes == 1:
+        done: list[str] = []
+        for twins in kinds:
+            lines = _train_twins(twins)
+            done += lines
+            for line in lines:
                 if progress is not None:
                     progress(line)
-                start = time.perf_counter()
-                train_set = lgb.Dataset(data, y, group=group, free_raw_data=False)
-                valid = lgb.Dataset(data, y, group=group, reference=train_set)
-                if threshold is None:
-                    train(params, train_set, _ROUNDS, sampler=sampler, valid_sets=[valid])
-                else:
-                    with parallel_from(threshold):
-                        train(params, train_set, _ROUNDS, sampler=sampler, valid_sets=[valid])
-                logger.debug("%s: %.2f s", line, time.perf_counter() - start)
-                done.append(f"{label}, {twins}")
+        return done
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    # spawn: fresh interpreters (no fork of this process's OpenMP and numba thread pools)
+    with ProcessPoolExecutor(min(processes, len(kinds)), mp_context=multiprocessing.get_context("spawn")) as pool:
+        shares = [pool.submit(_train_twins, twins) for twins in kinds]
+        done = []
+        for share in shares:
+            lines = share.result()
+            done += lines
+            for line in lines:
+                if progress is not None:
+                    progress(line)
     return done

@@ -453,3 +453,79 @@ def test_kind_lambda_scope_warning_is_muted_with_or_without_colour():
     name = "variable '_score_of_kind__locals___lambda__v39__v18call_4_2.1' is not in scope."
     for text, muted in ((name, True), ("\x1b[1m" + name, True), ("variable 'x.1' is not in scope.", False)):
         assert bool(re.match(KIND_LAMBDA_SCOPE_WARNING, text)) is muted, text
+
+
+def test_compare_warm_up_runs_auto_as_the_sampler_it_chooses_on_the_whole_data(tmp_path, monkeypatch):
+    """On the pre-flight's first rows sampler="auto" would choose stock LightGBM (small data),
+    and the timed run on the whole data would compile the chosen sampler on the clock."""
+    import textwrap
+
+    import smart_lgbm as sl
+    from smart_lgbm.compare import checks
+    from smart_lgbm.compare.config import load_config
+    from smart_lgbm.compare.data import ExperimentData, Split
+    from smart_lgbm.samplers.auto import SMALL_ROWS
+
+    path = tmp_path / "c.toml"
+    path.write_text(textwrap.dedent("""
+        rounds = 4
+        [methods.auto]
+        [methods.first_order]
+        rate = 0.3
+        [[experiments]]
+        name = "h"
+        metric = "auc"
+        data = { source = "bundled", name = "higgs_sample" }
+        params = { objective = "binary" }
+    """))
+    exp = load_config(path).experiments[0]
+    seen = []
+    monkeypatch.setattr(checks, "run_method", lambda method, *args, sampler=None, **kw: seen.append((method.label,
+                                                                                                       repr(sampler))))
+    rng = np.random.default_rng(0)
+
+    def data(rows: int) -> ExperimentData:
+        X = rng.normal(size=(rows, 3))
+        split = Split(X, (X[:, 0] > 0).astype(float))
+        return ExperimentData(split, split, "test")
+
+    checks.preflight(exp, data(SMALL_ROWS), [exp.method("auto"), exp.method("first_order")], rounds=1)
+    assert seen == [("auto", repr(sl.FirstOrder(rate="auto", refit_leaves=True))), ("first_order", "None")]
+    seen.clear()
+    checks.preflight(exp, data(SMALL_ROWS - 1), [exp.method("auto")], rounds=1)
+    assert seen == [("auto", "None")]  # stock LightGBM on the whole data too
+
+
+def test_compare_compiles_several_experiments_side_by_side(tmp_path, monkeypatch):
+    """Two or more experiments (and cores) pre-fly in child processes first, so that their
+    kernels compile at once into numba's cache; a child's failure is left to this process's
+    own pre-flight, which names the method."""
+    import textwrap
+
+    from smart_lgbm.compare import checks
+    from smart_lgbm.compare.config import load_config
+
+    path = tmp_path / "c.toml"
+    path.write_text(textwrap.dedent("""
+        rounds = 2
+        [params]
+        num_leaves = 3
+        [methods.stock_full]
+        [[experiments]]
+        name = "a"
+        metric = "auc"
+        data = { source = "bundled", name = "higgs_sample", max_rows = 500 }
+        params = { objective = "binary" }
+        [[experiments]]
+        name = "b"
+        metric = "auc"
+        data = { source = "bundled", name = "higgs_sample", max_rows = 400 }
+        params = { objective = "binary", num_leaves = 1 }
+    """))
+    config = load_config(path)
+    plan = [(exp, [exp.method("stock_full")]) for exp in config.experiments]
+    monkeypatch.setattr(checks.os, "cpu_count", lambda: 2)
+    assert not checks.compile_side_by_side(plan[:1], rounds=3)  # one experiment: nothing to share
+    assert not checks.compile_side_by_side(plan, rounds=1)  # no warm-up: checks only
+    # experiment b cannot train (num_leaves = 1): its child fails quietly
+    assert checks.compile_side_by_side(plan, rounds=3)

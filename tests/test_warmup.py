@@ -34,7 +34,7 @@ for name in names:
     importlib.import_module(name.rsplit(".", 1)[0])
 before = [n for n in names if REGISTRY[n].serial.signatures or REGISTRY[n].parallel.signatures]
 assert not before, before  # a fresh process has compiled (or loaded) nothing yet
-done = sl.warmup()
+done = sl.warmup(processes=1)
 missing = [n for n in names if not (REGISTRY[n].serial.signatures and REGISTRY[n].parallel.signatures)]
 assert not missing, missing
 print(len(done))
@@ -53,6 +53,40 @@ def test_warmup_compiles_both_twins_of_the_recommended_methods_kernels():
 def test_warmup_refuses_a_bad_progress():
     with pytest.raises(TypeError, match="progress must be a callable"):
         sl.warmup(progress="yes")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="processes must be an int >= 1 or None, got 0"):
+        sl.warmup(processes=0)
+
+
+def test_warmup_splits_the_twins_between_processes(monkeypatch):
+    """processes=2: the serial twins' trainings in one process, the parallel twins' in
+    another, their lines merged in that order (the pool here runs them in this process)."""
+    from concurrent.futures import Future
+
+    from smart_lgbm import _warmup
+
+    submitted = []
+
+    class Pool:
+        def __init__(self, workers, mp_context=None):
+            submitted.append(("workers", workers, mp_context.get_start_method()))
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def submit(self, fn, twins):
+            submitted.append(twins)
+            future = Future()
+            future.set_result([f"warmup: x, {twins}"])
+            return future
+
+    monkeypatch.setattr("concurrent.futures.ProcessPoolExecutor", Pool)
+    lines = []
+    assert _warmup.warmup(progress=lines.append, processes=2) == lines == ["warmup: x, serial twins",
+                                                                            "warmup: x, parallel twins"]
+    assert submitted == [("workers", 2, "spawn"), "serial twins", "parallel twins"]
 
 
 def test_cli_has_the_warmup_command(monkeypatch, capsys):

@@ -201,7 +201,7 @@ def _settle(vb, absolute, b, mx, pos, nonzero, acc, bmax, bpos, bbad, bsum):
         bmax[b], bpos[b], bbad[b], bsum[b] = _scan_exact(vb, absolute)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy")
 def _one_column_block(b, n, raw, leaves, values, by_leaf, loss, sign, label, weight, weighted, param, grad, hess,
                       stats, kind, bmax, bpos, bbad, bsum, norms, scan_later, fast_exp):
     """Block ``b``'s ``g, h`` (its scores first updated by leaf when ``by_leaf``); its
@@ -284,7 +284,13 @@ def one_column_by_leaf(n, raw, leaves, values, loss, sign, label, weight, param,
                         kind, bmax, bpos, bbad, bsum, norms, fast_exp)
 
 
-@njit(cache=True, inline="always")
+# _one_column_run and _one_column_block are compiled on their own, not inlined into the
+# prange loops of one_column and one_column_by_leaf: inlined, numba's type inference went
+# through the whole block body once per kernel and twin, and the first call of the binary
+# sweep spent half a minute compiling; called, each compiles once for every kernel and twin
+# (numba's ``numpy`` error model, as the kernels': its division check kept the row loop from
+# vectorising).
+@njit(cache=True, error_model="numpy")
 def _one_column_run(t, nt, nb, n, raw, leaves, values, by_leaf, loss, sign, label, weight, param, grad, hess, stats,
                     kind, bmax, bpos, bbad, bsum, norms, fast_exp):
     """Run ``t`` of ``nt`` of :func:`one_column`: its contiguous run of blocks, ``GROUP`` at a time."""

@@ -37,7 +37,7 @@ from .._engine import RANDOM_TREE_PARAMS, canonicalize
 from ..callback import record_sampling
 from ..engine import train as engine_train
 from ..exceptions import IterationNotSplitWarning
-from ..samplers import make_sampler
+from ..samplers import Sampler, make_sampler
 from ..samplers import registry as sampler_registry
 from .config import Experiment, MethodSpec, lightgbm_metric_params
 from .data import ExperimentData, make_datasets
@@ -301,6 +301,7 @@ def run_method(
     on_model: Callable[[lgb.Booster], None] | None = None,
     rounds: int | None = None,
     budget_seconds: float | None = None,
+    sampler: Sampler | None = None,
 ) -> RunRecord:
     """Train ``method`` on ``data`` with ``seed`` for its rounds (or until its time budget is used).
 
@@ -322,6 +323,9 @@ def run_method(
     budget_seconds : float, optional
         Stop after the first iteration at which the training seconds reach this (the
         iteration is kept); the record's note says so.
+    sampler : Sampler, optional
+        Trains this sampler instead of the method's (an engine method only): the pre-flight
+        runs an ``auto`` method as the sampler ``auto`` chooses on the whole data.
 
     Returns
     -------
@@ -356,7 +360,8 @@ def run_method(
         recorder = _Recorder(experiment.metric, on_iteration, lambda: float(sum(sampling["seconds"])),
                              budget=budget_seconds)
         recorder.order = 30  # after record_sampling (25), so the hook sees this iteration's seconds
-        sampler = make_sampler(method.kind, **method.options)
+        if sampler is None:
+            sampler = make_sampler(method.kind, **method.options)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             booster = engine_train(params, train_set, rounds, sampler=sampler, valid_sets=[valid_set],

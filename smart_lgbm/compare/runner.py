@@ -5,7 +5,8 @@ Order of work (``docs/compare.md``):
 1. the command line against the config (experiments, methods, seeds; repeats dropped);
 2. the output folder: writable, and its existing records mergeable (:mod:`.store`);
 3. every chosen experiment's data, loaded and checked, and a short pre-flight run of every
-   chosen method (:mod:`.checks`) -- all before the first timed run;
+   chosen method (:mod:`.checks`; with several experiments, first in child processes side
+   by side, so that their kernels compile on every core) -- all before the first timed run;
 4. the timed runs.  After each method (``compare``) or seed (``run``) its records are
    merged into the folder and everything drawn from them is rewritten at once.
 
@@ -22,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from .checks import WARMUP_ROUNDS, check_data, preflight
+from .checks import WARMUP_ROUNDS, check_data, compile_side_by_side, preflight
 from .config import CompareConfig, ConfigError, Experiment, MethodSpec
 from .data import ExperimentData, fingerprint, load_data
 from .io import interrupts_deferred, written_together
@@ -73,6 +74,10 @@ def _prepare(plan: Sequence[tuple[Experiment, list[MethodSpec]]], config: Compar
     their turn comes, so that only one experiment's data is held at a time.
     """
     rounds = WARMUP_ROUNDS if config.warmup else 1
+    if rounds > 1 and len(plan) > 1 and (os.cpu_count() or 1) > 1:
+        progress.note(f"compiling the methods' kernels for {len(plan)} experiments in "
+                      f"{min(len(plan), os.cpu_count() or 1)} processes side by side (not timed)")
+        compile_side_by_side(plan, rounds)
     kept: dict[str, ExperimentData] = {}
     for i, (exp, methods) in enumerate(plan):
         progress.note(f"experiment {exp.name}: loading and checking the data")
