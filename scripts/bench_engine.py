@@ -31,7 +31,10 @@ wherever it is):
   CSR, 31 leaves, r = 0.1;
 * ``a9a``: the bundled real LIBSVM a9a training set (32,561 x 123 sparse), 31 leaves, r = 0.3,
   with 15 repeats and a paired timing (stock bagging and the engine alternating in short runs
-  inside one process, each engine run divided by the stock run next to it).
+  inside one process, each engine run divided by the stock run next to it);
+* ``mixed-categorical``: synthetic binary with categorical columns, ``make_mixed_categorical``:
+  960,000 x 40 float32 (36 numerical with 5% NaN; 4 categorical, of 1,000, 200, 30 and 4
+  levels, given as ``categorical_feature``), 63 leaves, r = 0.1.
 
 Per-run fixed costs: every case table also gives each method's time to the end of its first
 iteration (from the ``train`` call on the unconstructed Dataset: binning, setup and one
@@ -78,6 +81,9 @@ CASES: dict[str, tuple[str, float, int, dict]] = {
     "yahoo-like": ("synthetic sparse LambdaMART (make_yahoo_like), 470,000 documents x 700 CSR", 0.1, 20,
                    {"objective": "lambdarank", "num_leaves": 31, "min_data_in_leaf": 50}),
     "a9a": ("real LIBSVM a9a, 32,561 x 123 sparse", 0.3, 200, {"objective": "binary", "num_leaves": 31}),
+    "mixed-categorical": ("synthetic binary with categorical columns (make_mixed_categorical), 960,000 x 40 float32: "
+                          "36 numerical with 5% NaN, 4 categorical of 1,000, 200, 30 and 4 levels", 0.1, 25,
+                          {"objective": "binary", "num_leaves": 63}),
 }
 SHARED = {"learning_rate": 0.1, "verbosity": -1, "seed": 1}
 DEFAULT_THREADS = 2
@@ -111,7 +117,12 @@ def make_data(name: str, folder: Path, quick: bool) -> Path:
     scale = 20 if quick else 1
     path = folder / f"{name}.npz"
     group = None
-    if name == "a9a":
+    categorical: list[int] = []
+    if name == "mixed-categorical":
+        from smart_lgbm.datasets.synthetic_categorical import make_mixed_categorical
+
+        X, y, categorical = make_mixed_categorical(960_000 // scale, 36, seed=0)
+    elif name == "a9a":
         from smart_lgbm.datasets.bundled import load_a9a
 
         (X, y), _ = load_a9a()
@@ -132,23 +143,26 @@ def make_data(name: str, folder: Path, quick: bool) -> Path:
             X[np.random.default_rng(0).random(X.shape) < 0.1] = np.nan
     if sp.issparse(X):
         sp.save_npz(folder / f"{name}_X.npz", sp.csr_matrix(X))
-        np.savez(path, y=y, group=np.zeros(0) if group is None else group, sparse=True)
+        np.savez(path, y=y, group=np.zeros(0) if group is None else group, sparse=True,
+                 categorical=np.array(categorical, dtype=np.int64))
     else:
-        np.savez(path, X=X, y=y, group=np.zeros(0) if group is None else group, sparse=False)
+        np.savez(path, X=X, y=y, group=np.zeros(0) if group is None else group, sparse=False,
+                 categorical=np.array(categorical, dtype=np.int64))
     return path
 
 
 def _load(path: str) -> tuple:
+    """Features, labels, query sizes (or None) and the categorical columns of a case's data."""
     import scipy.sparse as sp
 
     arrays = np.load(path)
     X = sp.load_npz(path.replace(".npz", "_X.npz")) if arrays["sparse"] else arrays["X"]
     group = arrays["group"] if arrays["group"].size else None
-    return X, arrays["y"], group
+    return X, arrays["y"], group, [int(j) for j in arrays["categorical"]]
 
 
-def _train(X, y, group, case: str, method: str, rounds: int,
-           threads: int = DEFAULT_THREADS) -> tuple[list[float], dict[str, list[float]]]:
+def _train(X, y, group, case: str, method: str, rounds: int, threads: int = DEFAULT_THREADS,
+           categorical: list[int] | None = None) -> tuple[list[float], dict[str, list[float]]]:
     """Train one method once; per-iteration wall times and, for the engine, its step record."""
     import lightgbm as lgb
 
@@ -167,7 +181,7 @@ def _train(X, y, group, case: str, method: str, rounds: int,
     clock.order = 100  # type: ignore[attr-defined]
     # As a user would pass it: not constructed.  Stock lightgbm.train bins it; the engine
     # bins its own copy and walks the caller's raw array (the caller's object stays untouched).
-    dataset = lgb.Dataset(X, y, group=group, params={"verbosity": -1})
+    dataset = lgb.Dataset(X, y, group=group, params={"verbosity": -1}, categorical_feature=categorical or "auto")
     record: dict[str, list[float]] = {}
     last[0] = time.perf_counter()
     if method.startswith("stock"):
@@ -190,9 +204,9 @@ def worker(path: str, case: str, method: str, rounds: int, threads: int) -> dict
 
     import smart_lgbm  # noqa: F401
 
-    X, y, group = _load(path)
+    X, y, group, categorical = _load(path)
     rss_data = _status_mb("VmRSS")
-    times, record = _train(X, y, group, case, method, rounds, threads)
+    times, record = _train(X, y, group, case, method, rounds, threads, categorical)
     peak = _status_mb("VmHWM")
     out = {"seconds_per_iter": statistics.median(times[3:]), "peak_rss_mb": peak, "training_mb": peak - rss_data,
            "first_iter_s": times[0]}
@@ -211,7 +225,7 @@ def paired_worker(path: str, rounds: int, pairs: int, threads: int) -> dict:
     Each round trains every method once, in rotating order, a fraction of a second apart,
     and each engine run is divided by the stock bagging run of its own round.
     """
-    X, y, group = _load(path)
+    X, y, group, _ = _load(path)
     out: dict[str, list[float]] = {m: [] for m in PAIRED}
     for i in range(pairs):
         for m in PAIRED[i % len(PAIRED):] + PAIRED[:i % len(PAIRED)]:
@@ -241,7 +255,7 @@ def setup_worker(path: str, pairs: int, threads: int) -> dict:
     from smart_lgbm._engine.run import BoostingRun
     from smart_lgbm._engine.walk import CodeBook
 
-    X, y, _ = _load(path)
+    X, y, _, _ = _load(path)
     _, rate, _, extra = CASES["400k-60"]
     params = {**SHARED, "num_threads": threads, **extra}
     dataset = lgb.Dataset(X, y, params={"verbosity": -1}, free_raw_data=False).construct()
@@ -400,8 +414,10 @@ def main() -> None:
 
     from smart_lgbm.compare.io import write_text
 
+    # the title names the data sets when only some ran (the results page lists outputs by title)
+    some = "" if set(args.data) == set(CASES) else f": {', '.join(args.data)}"
     lines = [
-        "# Engine per iteration vs stock LightGBM",
+        f"# Engine per iteration vs stock LightGBM{some}",
         "",
         f"Command: `python scripts/bench_engine.py {' '.join(sys.argv[1:])}`".rstrip(),
         "",
