@@ -30,7 +30,7 @@ them).  The JSON beside the table keeps each run's rate per iteration and, for a
 run, its noise ratio at each decision (``ratios``)::
 
     python scripts/probe_rate_schedule.py configs/higgs-like.toml --sampler mvs --rounds 360 --seeds 0 1 \\
-        --auto default growth=1.5 slowdown=0.01 --stock-records docs/results/higgs-like/records.json \\
+        --auto default growth=1.5 slowdown=0.01 --stock-records docs/results/higgs-like/higgs-like/records.json \\
         --out /tmp/higgs_auto_variants.md
 """
 
