@@ -80,8 +80,9 @@ def _entries() -> Iterator[tuple[str, dict[str, Any], Any, np.ndarray, list[int]
 _TWINS = (("serial twins", None), ("parallel twins", 0))
 
 
-def _train_twins(twins: str) -> list[str]:
-    """Every training of :func:`warmup` with one kind of row-kernel twin; what was trained."""
+def _train_twins(twins: str, progress: Callable[[str], None] | None = None) -> list[str]:
+    """Every training of :func:`warmup` with one kind of row-kernel twin; what was trained
+    (task, storage, sampler, twins), one line each."""
     from .engine import train
 
     threshold = dict(_TWINS)[twins]
@@ -90,6 +91,8 @@ def _train_twins(twins: str) -> list[str]:
         for label, params, data, y, group, sampler in _entries():
             line = f"warmup: {label}, {twins}"
             logger.info(line)
+            if progress is not None:
+                progress(line)
             start = time.perf_counter()
             train_set = lgb.Dataset(data, y, group=group, free_raw_data=False)
             valid = lgb.Dataset(data, y, group=group, reference=train_set)
@@ -99,7 +102,7 @@ def _train_twins(twins: str) -> list[str]:
                 with parallel_from(threshold):
                     train(params, train_set, _ROUNDS, sampler=sampler, valid_sets=[valid])
             logger.debug("%s: %.2f s", line, time.perf_counter() - start)
-            done.append(line)
+            done.append(f"{label}, {twins}")
     return done
 
 
@@ -117,9 +120,9 @@ def warmup(progress: Callable[[str], None] | None = None, processes: int | None 
     Parameters
     ----------
     progress : callable, optional
-        Called with a line of text for each training (the command line prints them); each
-        is also logged at INFO on the ``smart_lgbm`` logger.  With several processes the
-        lines come as each process finishes.
+        Called with a line of text before each training (the command line prints them);
+        each is also logged at INFO on the ``smart_lgbm`` logger.  With several processes
+        the lines of each come when it finishes.
     processes : int, optional
         Processes that compile side by side: the serial twins' trainings in one, the
         parallel twins' in another (numba compiles on one core; each process writes the
@@ -141,11 +144,7 @@ def warmup(progress: Callable[[str], None] | None = None, processes: int | None 
     if processes == 1:
         done: list[str] = []
         for twins in kinds:
-            lines = _train_twins(twins)
-            done += lines
-            for line in lines:
-                if progress is not None:
-                    progress(line)
+            done += _train_twins(twins, progress)
         return done
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
@@ -159,5 +158,5 @@ def warmup(progress: Callable[[str], None] | None = None, processes: int | None 
             done += lines
             for line in lines:
                 if progress is not None:
-                    progress(line)
+                    progress(f"warmup: {line}")
     return done
