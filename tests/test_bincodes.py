@@ -209,3 +209,21 @@ def test_dense_codes_equal_the_scalar_search(dtype):
         if book.nan_codes[j] >= 0:
             expect[nan] = NAN_CODE
         np.testing.assert_array_equal(dense[j], expect)
+
+
+def test_dense_search_stays_inside_the_padded_bounds():
+    """The lockstep search reads only the first ``2**depth`` entries of a feature's padded
+    bounds, stale lanes included: run as plain Python (numpy checks every index), with a
+    last group of fewer than ``LANES`` rows after a group whose values lie above all of a
+    255-bound feature's bounds (a position carried over would read past the row)."""
+    from smart_lgbm._engine.walk import _encode_kernels as ek
+
+    bounds = [np.arange(255, dtype=np.float64), np.array([0.5])]
+    padded, depth = ek.padded_bounds(bounds)
+    X = np.full((ek.LANES + 5, 2), 1000.0)
+    X[ek.LANES:] = -1000.0
+    codes = np.zeros((2, X.shape[0]), dtype=np.uint8)
+    ek.encode_dense.py_func(X, np.array([0, 1], dtype=np.int32), padded, depth, np.array([-1, -1]),
+                            K_ZERO_THRESHOLD, codes)
+    np.testing.assert_array_equal(codes[0], [255] * ek.LANES + [0] * 5)
+    np.testing.assert_array_equal(codes[1], [1] * ek.LANES + [0] * 5)

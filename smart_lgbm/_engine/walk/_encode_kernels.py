@@ -64,9 +64,8 @@ def encode_dense(X, features, padded, depth, nan_codes, zero_threshold, codes):
         # slower.
         xs = np.empty(LANES, dtype=np.float64)
         pos = np.empty(LANES, dtype=np.int64)
-        for lane in range(LANES):  # stale lanes are searched too: their positions must be valid
+        for lane in range(LANES):
             xs[lane] = 0.0
-            pos[lane] = 0
         i_end = min(n, (b + 1) * BLOCK)
         for j in range(features.shape[0]):
             f = features[j]
@@ -75,12 +74,16 @@ def encode_dense(X, features, padded, depth, nan_codes, zero_threshold, codes):
             row = padded[j]
             for i0 in range(b * BLOCK, i_end, LANES):
                 m = min(LANES, i_end - i0)
+                # every lane starts at 0, the stale ones past m too: they are searched
+                # along, and a position carried over from an earlier search would index
+                # past the padded row
+                for lane in range(LANES):
+                    pos[lane] = 0
                 for lane in range(m):
                     x = np.float64(X[i0 + lane, f])
                     if abs(x) <= zero_threshold or (x != x and nan_code < 0):
                         x = 0.0
                     xs[lane] = x
-                    pos[lane] = 0
                 step = 1 << d
                 for _ in range(d):
                     step >>= 1
