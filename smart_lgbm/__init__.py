@@ -12,11 +12,11 @@ from . import _lightgbm
 
 _lightgbm.check_version()
 
-from ._numba import runtime as _runtime  # noqa: E402
+from ._numba import kernel_cache as _kernel_cache  # noqa: E402
 
-# (a read-only install whose numba cache cannot be written anywhere: the kernels compile
-# without it; nothing changes in numba where a cache can be written)
-_runtime.allow_uncached_kernels()
+# (before any kernel module: the package's kernels save their numba cache entries under a
+# lock between processes, and compile without the cache where none can be written)
+_kernel_cache.install()
 
 from ._version import __version__  # noqa: E402
 from .callback import record_sampling  # noqa: E402

@@ -26,28 +26,15 @@ back to numba's own compile.  The runtime functions are the same machine code ei
 (reference counts and memory information, no arithmetic of the models), so the models are
 unchanged.
 
-This reaches into numba internals (numba 0.6x); it is the package's only such use.
-
-:func:`allow_uncached_kernels` (run by ``import smart_lgbm``, before any kernel module is
-imported) lets the package's kernels compile where numba can keep no on-disk cache for
-them: a read-only install whose user cache folder cannot be written either (``HOME=/`` as a
-non-root user in a container, an unwritable ``NUMBA_CACHE_DIR``).  numba refuses every
-``cache=True`` function there ("no locator available"), so ``import smart_lgbm`` itself
-would fail; then, and only then, numba's ``Dispatcher.enable_caching`` is wrapped so that
-the package's kernels compile without the cache (in every process), and a
-:class:`~smart_lgbm.exceptions.NoCacheWarning` says so once, naming ``NUMBA_CACHE_DIR``.
-Where a cache can be written nothing in numba changes.
+This reaches into numba internals (numba 0.6x), as does :mod:`.kernel_cache`.
 """
 
 from __future__ import annotations
 
-import functools
 import hashlib
-import inspect
 import os
 import pickle
 import secrets
-import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
@@ -173,87 +160,4 @@ def load_cached() -> bool:
         nrt.rtsys.initialize(cpu_target.target_context)
     finally:
         nrtdynmod.compile_nrt_functions = original
-    return True
-
-
-#: set by :func:`allow_uncached_kernels` where no cache can be written: numba's own
-#: ``Dispatcher.enable_caching``, wrapped
-_ENABLE_CACHING: Any = None
-_PACKAGE = str(Path(__file__).resolve().parents[1])
-_warned = False
-
-
-@functools.cache
-def _cacheable(source: str) -> bool:
-    """Whether one of numba's cache locators can keep the kernels of the module file
-    ``source`` on disk: the test numba makes when a ``cache=True`` function is defined."""
-    try:
-        from numba.core import caching
-    except ImportError:
-        return True
-    impl = getattr(caching, "CacheImpl", None) or getattr(caching, "_CacheImpl", None)
-    classes = getattr(impl, "_locator_classes", None)
-    if classes is None:
-        return True  # (a numba without the list: let it decide)
-    for cls in classes:
-        try:
-            if cls.from_function(can_cache, source) is not None:  # (any plain function of the package)
-                return True
-        except Exception:  # noqa: BLE001 - a locator that cannot judge this file: the next one
-            continue
-    return False
-
-
-def can_cache(source: str) -> bool:
-    """Whether numba can keep the compiled kernels of the module file ``source`` on disk."""
-    return _cacheable(os.path.abspath(source))
-
-
-def _enable_caching_where_possible(dispatcher: Any) -> None:
-    """``Dispatcher.enable_caching`` for numba's ``cache=True``, except for the package's
-    kernels where no cache can be written: those compile without it (module notes)."""
-    global _warned
-    try:
-        source = inspect.getfile(dispatcher.py_func)
-    except (TypeError, AttributeError):
-        source = ""
-    if source and os.path.abspath(source).startswith(_PACKAGE + os.sep) and not can_cache(source):
-        if not _warned:
-            _warned = True
-            import numba
-
-            from ..exceptions import NoCacheWarning
-
-            where = (f"NUMBA_CACHE_DIR={numba.config.CACHE_DIR!r} cannot be written"  # type: ignore[attr-defined]
-                     if getattr(numba.config, "CACHE_DIR", None) else
-                     "the package folder and numba's user cache folder are read-only")
-            warnings.warn(f"numba can write no cache for smart_lgbm's compiled kernels here ({where}): they "
-                          "compile in every process; set NUMBA_CACHE_DIR to a writable folder to keep them",
-                          NoCacheWarning, stacklevel=2)
-        return
-    _ENABLE_CACHING(dispatcher)
-
-
-def allow_uncached_kernels() -> bool:
-    """Let the package's kernels compile without numba's on-disk cache where none can be
-    written (module notes); nothing changes where one can.
-
-    Returns
-    -------
-    bool
-        Whether numba's ``Dispatcher.enable_caching`` is wrapped (no cache can be written).
-    """
-    global _ENABLE_CACHING
-    if _ENABLE_CACHING is not None:
-        return True
-    if can_cache(__file__):
-        return False
-    try:
-        from numba.core import dispatcher
-    except ImportError:  # (a numba without it: numba's own caching rules)
-        return False
-    if not hasattr(dispatcher.Dispatcher, "enable_caching"):
-        return False
-    _ENABLE_CACHING = dispatcher.Dispatcher.enable_caching
-    setattr(dispatcher.Dispatcher, "enable_caching", _enable_caching_where_possible)  # noqa: B010 (numba's method)
     return True
