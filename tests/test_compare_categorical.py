@@ -11,6 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from test_walk import _nodes  # a tree's split nodes
+
 from smart_lgbm.compare.config import ConfigError, ConfigTypeError, DataSpec, load_config, parse_config
 from smart_lgbm.compare.data import load_data, make_datasets
 from smart_lgbm.compare.methods import run_method
@@ -74,18 +76,7 @@ def test_text_columns_are_categorical_and_match_lightgbms_pandas_categoricals(tm
     np.testing.assert_array_equal(ours.predict(data.valid.X, raw_score=True),
                                   theirs.predict(as_pandas(valid), raw_score=True))
     assert any(node.get("decision_type") == "=="
-               for node in _nodes(ours.dump_model()["tree_info"]))  # categorical splits were made
-
-
-def _nodes(trees: list) -> list:
-    out = []
-    stack = [t["tree_structure"] for t in trees]
-    while stack:
-        node = stack.pop()
-        if "split_index" in node:
-            out.append(node)
-            stack += [node["left_child"], node["right_child"]]
-    return out
+               for tree in ours.dump_model()["tree_info"] for node in _nodes(tree))  # categorical splits were made
 
 
 @pytest.mark.skipif(not (importlib.util.find_spec("pyarrow") or importlib.util.find_spec("fastparquet")),

@@ -411,17 +411,24 @@ def test_parallel_from_sets_the_threshold_inside_only():
             pass
 
 
+def _config(tmp_path, text):
+    """A comparison config from TOML text (written to a file, as users give it)."""
+    import textwrap
+
+    from smart_lgbm.compare.config import load_config
+
+    path = tmp_path / "c.toml"
+    path.write_text(textwrap.dedent(text))
+    return load_config(path)
+
+
 def test_compare_warm_up_runs_both_twins_of_the_kernels_it_uses(tmp_path, called):
     """The pre-flight trains on 2,000 rows, where only serial twins would run; the timed
     runs on the whole data use the parallel ones, which must not compile on the clock."""
-    import textwrap
-
     from smart_lgbm.compare.checks import preflight
-    from smart_lgbm.compare.config import load_config
     from smart_lgbm.compare.data import load_data
 
-    path = tmp_path / "c.toml"
-    path.write_text(textwrap.dedent("""
+    exp = _config(tmp_path, """
         rounds = 4
         [params]
         num_leaves = 7
@@ -432,8 +439,7 @@ def test_compare_warm_up_runs_both_twins_of_the_kernels_it_uses(tmp_path, called
         metric = "auc"
         data = { source = "bundled", name = "higgs_sample" }
         params = { objective = "binary" }
-    """))
-    exp = load_config(path).experiments[0]
+    """).experiments[0]
     preflight(exp, load_data(exp.data), [exp.method("first_order")], rounds=3)
     for kernel in ("walk_bitmask", "gather", "one_column"):
         assert {(kernel, "serial"), (kernel, "parallel")} <= called, kernel
@@ -458,16 +464,12 @@ def test_kind_lambda_scope_warning_is_muted_with_or_without_colour():
 def test_compare_warm_up_runs_auto_as_the_sampler_it_chooses_on_the_whole_data(tmp_path, monkeypatch):
     """On the pre-flight's first rows sampler="auto" would choose stock LightGBM (small data),
     and the timed run on the whole data would compile the chosen sampler on the clock."""
-    import textwrap
-
     import smart_lgbm as sl
     from smart_lgbm.compare import checks
-    from smart_lgbm.compare.config import load_config
     from smart_lgbm.compare.data import ExperimentData, Split
     from smart_lgbm.samplers.auto import SMALL_ROWS
 
-    path = tmp_path / "c.toml"
-    path.write_text(textwrap.dedent("""
+    exp = _config(tmp_path, """
         rounds = 4
         [methods.auto]
         [methods.first_order]
@@ -477,8 +479,7 @@ def test_compare_warm_up_runs_auto_as_the_sampler_it_chooses_on_the_whole_data(t
         metric = "auc"
         data = { source = "bundled", name = "higgs_sample" }
         params = { objective = "binary" }
-    """))
-    exp = load_config(path).experiments[0]
+    """).experiments[0]
     seen = []
     monkeypatch.setattr(checks, "run_method", lambda method, *args, sampler=None, **kw: seen.append((method.label,
                                                                                                        repr(sampler))))
@@ -500,13 +501,9 @@ def test_compare_compiles_several_experiments_side_by_side(tmp_path, monkeypatch
     """Two or more experiments (and cores) pre-fly in child processes first, so that their
     kernels compile at once into numba's cache; a child's failure is left to this process's
     own pre-flight, which names the method."""
-    import textwrap
-
     from smart_lgbm.compare import checks
-    from smart_lgbm.compare.config import load_config
 
-    path = tmp_path / "c.toml"
-    path.write_text(textwrap.dedent("""
+    config = _config(tmp_path, """
         rounds = 2
         [params]
         num_leaves = 3
@@ -521,8 +518,7 @@ def test_compare_compiles_several_experiments_side_by_side(tmp_path, monkeypatch
         metric = "auc"
         data = { source = "bundled", name = "higgs_sample", max_rows = 400 }
         params = { objective = "binary", num_leaves = 1 }
-    """))
-    config = load_config(path)
+    """)
     plan = [(exp, [exp.method("stock_full")]) for exp in config.experiments]
     monkeypatch.setattr(checks.os, "cpu_count", lambda: 2)
     assert not checks.compile_side_by_side(plan[:1], rounds=3)  # one experiment: nothing to share
