@@ -224,9 +224,9 @@ def main() -> int:
     text = markdown(rows, args.repeats, warmups or None)
     print(text)
     if args.out:
-        tmp = Path(args.out + ".tmp")
-        tmp.write_text(text)
-        os.replace(tmp, args.out)  # atomic: an interrupted run leaves the previous table
+        from smart_lgbm.compare.io import write_text
+
+        write_text(args.out, text)  # atomic: an interrupted run leaves the previous table
     return 0
 
 
