@@ -7,8 +7,8 @@ and stamps each line of its output as it arrives, which splits the wall time int
 
 * **set-up**: creating ``.venv`` and installing the package with the ``compare`` extra, up
   to the comparison's first line (pip's own download cache is whatever this machine has);
-* **compiling**: the pre-flights that compile the methods' kernels, up to the first timed
-  run's line (``(1/N) ...``);
+* **compiling**: loading each experiment's data and the pre-flights that compile the
+  methods' kernels, up to the first timed run's line (``(1/N) ...``);
 * **runs**: the timed runs, tables and plots, to the end.
 
 Usage: python scripts/bench_quick_start.py [--repeats 1] [--out docs/results/bench_quick_start.md]
@@ -77,7 +77,7 @@ def markdown(runs: list[dict[str, float]]) -> str:
         "| step | seconds |",
         "|---|---:|",
         f"| set-up: `.venv` and the install | {med['setup']:.0f} |",
-        f"| compiling the kernels (the pre-flights, not timed by the comparison) | {med['compile']:.0f} |",
+        f"| loading the data and compiling the kernels (the pre-flights, not timed by the comparison) | {med['compile']:.0f} |",
         f"| the timed runs, tables and plots | {med['runs']:.0f} |",
         f"| **total** | **{med['total']:.0f}** |",
     ]
