@@ -109,9 +109,12 @@ def _toml(value: Any) -> str:
     return str(value)
 
 
-def describe_method(entry: dict[str, Any]) -> str:
-    """``kind (key=value, ...)`` of a method's stored settings."""
+def describe_method(entry: dict[str, Any], ranking: bool = True) -> str:
+    """``kind (key=value, ...)`` of a method's stored settings; a peer's ranking loss only
+    for a ranking experiment (``ranking``), where it applies."""
     options = entry.get("options") or {}
+    if not ranking:
+        options = {k: v for k, v in options.items() if k != "ranking_loss"}
     params = entry.get("params") or {}
     parts = [f"{k}={_toml(v)}" for k, v in {**options, **params}.items()]
     kind = entry.get("kind", "?")
@@ -178,6 +181,7 @@ def read_experiment(path: Path, configs: Path = ROOT / "configs") -> Experiment:
                         target=target, tolerance=tolerance or 0.0, notes=method_notes(runs), target_at=target_at,
                         equal_time_shares=None, tight_tolerance=tight)
     methods = {m["label"]: m for m in records.get("methods", [])}
+    ranking = str((records.get("params") or {}).get("objective", "")).lower() in ("lambdarank", "rank_xendcg")
     ttt = table.time_to_target
     rows = []
     for lower in table.lower:
@@ -185,7 +189,7 @@ def read_experiment(path: Path, configs: Path = ROOT / "configs") -> Experiment:
         cells = ttt.cells.get(lower.method) if ttt is not None else None
         missing = (None, None, None)
         rows.append(MethodRow(
-            label=lower.method, kind=entry.get("kind", "?"), group=group_of(entry.get("kind", "")), what=describe_method(entry), runs=lower.runs,
+            label=lower.method, kind=entry.get("kind", "?"), group=group_of(entry.get("kind", "")), what=describe_method(entry, ranking), runs=lower.runs,
             to_target=cells[0] if cells else missing, to_tight=(cells[1] if cells and len(cells) > 1 else None),
             best=lower.value, best_iteration=lower.iterations))
     order = {g: i for i, g in enumerate(GROUPS)}
