@@ -51,6 +51,25 @@ def test_locked_saves_give_each_signature_its_own_data_file(tmp_path):
     assert _racing_saves(tmp_path, locked=True) == {"signature 0": "code for 0", "signature 1": "code for 1"}
 
 
+def test_the_lock_excludes_a_second_holder_and_gives_way_where_it_cannot_be_made(tmp_path):
+    order = []
+
+    def second():
+        with kernel_cache.folder_lock(str(tmp_path)):
+            order.append("second")
+
+    with kernel_cache.folder_lock(str(tmp_path)):
+        thread = threading.Thread(target=second)
+        thread.start()
+        time.sleep(0.2)
+        order.append("first")
+    thread.join()
+    assert order == ["first", "second"]
+    with kernel_cache.folder_lock(str(tmp_path / "missing")):  # no lock file can be made: unlocked
+        order.append("unlocked")
+    assert order[-1] == "unlocked"
+
+
 def _package_dispatchers():
     for info in pkgutil.walk_packages(smart_lgbm.__path__, "smart_lgbm."):
         if info.name.startswith(("smart_lgbm.dask", "smart_lgbm.compare.plots")):

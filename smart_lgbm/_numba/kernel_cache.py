@@ -56,13 +56,29 @@ _warned = False
 @contextlib.contextmanager
 def folder_lock(folder: str) -> Iterator[None]:
     """Hold an exclusive lock on ``folder``'s :data:`LOCK_NAME` (blocks until it is free;
-    released when the block ends, or by the system when the process dies)."""
-    if fcntl is None:
+    released when the block ends, or by the system when the process dies).
+
+    A lock file this process may only read (another user's, in a shared cache folder) still
+    locks: ``flock`` needs no write access.  Where none can be opened or made, the block runs
+    unlocked, as numba's own save does.
+    """
+    path = os.path.join(folder, LOCK_NAME)
+    fd = -1
+    if fcntl is not None:
+        for flags in (os.O_RDWR | os.O_CREAT, os.O_RDONLY):
+            try:
+                fd = os.open(path, flags, 0o666)
+                break
+            except OSError:
+                continue
+    if fd < 0:
         yield
         return
-    fd = os.open(os.path.join(folder, LOCK_NAME), os.O_RDWR | os.O_CREAT, 0o666)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError:  # (a file system without flock: unlocked, as numba's own save)
+            pass
         yield
     finally:
         os.close(fd)  # (closing the descriptor releases the lock)
