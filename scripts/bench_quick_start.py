@@ -11,6 +11,9 @@ and stamps each line of its output as it arrives, which splits the wall time int
   methods' kernels, up to the first timed run's line (``(1/N) ...``);
 * **runs**: the timed runs, tables and plots, to the end.
 
+The output also keeps the verdicts ``scripts/run`` printed (the last run's): for each of the
+quick comparison's experiments, which method reached stock full's best quality first.
+
 Usage: python scripts/bench_quick_start.py [--repeats 1] [--out docs/results/bench_quick_start.md]
 Times are wall-clock on whatever else the machine is doing: run it alone.
 """
@@ -35,8 +38,8 @@ _STAMPED = re.compile(r"^\[\d+:\d\d\.\d\]")
 _RUN = re.compile(r"^\[\d+:\d\d\.\d\] \(\d+/\d+\)")
 
 
-def one_run() -> dict[str, float]:
-    """Clone, run ``scripts/run``, and split its wall time (module notes)."""
+def one_run() -> tuple[dict[str, float], list[str]]:
+    """Clone, run ``scripts/run``, and split its wall time (module notes); also its verdict lines."""
     with tempfile.TemporaryDirectory(prefix="quick-start-") as folder:
         clone = Path(folder) / "smart-lgbm"
         subprocess.run(["git", "clone", "--quiet", str(ROOT), str(clone)], check=True)
@@ -44,11 +47,13 @@ def one_run() -> dict[str, float]:
         env["PYTHONUNBUFFERED"] = "1"  # each line as it is printed: the stamps need it
         start = time.monotonic()
         first = first_run = None
+        printed: list[str] = []
         with subprocess.Popen(["bash", "scripts/run"], cwd=clone, env=env, stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True) as proc:
             assert proc.stdout is not None
             for line in proc.stdout:
                 now = time.monotonic() - start
+                printed.append(line.rstrip("\n"))
                 if first is None and _STAMPED.match(line):
                     first = now
                 if first_run is None and _RUN.match(line):
@@ -56,10 +61,21 @@ def one_run() -> dict[str, float]:
         total = time.monotonic() - start
         if proc.returncode != 0 or first is None or first_run is None:
             raise SystemExit(f"scripts/run failed (exit {proc.returncode}) or printed no progress lines")
-    return {"total": total, "setup": first, "compile": first_run - first, "runs": total - first_run}
+    return ({"total": total, "setup": first, "compile": first_run - first, "runs": total - first_run},
+            verdict_lines(printed))
 
 
-def markdown(runs: list[dict[str, float]]) -> str:
+def verdict_lines(printed: list[str]) -> list[str]:
+    """The block from ``== Verdict`` to the first blank line after it, less the plots' paths
+    (in the deleted clone)."""
+    if not any(line.startswith("== Verdict") for line in printed):
+        return []
+    start = next(i for i, line in enumerate(printed) if line.startswith("== Verdict"))
+    end = next((i for i in range(start, len(printed)) if not printed[i].strip()), len(printed))
+    return [line for line in printed[start:end] if not line.startswith("pictures: ")]
+
+
+def markdown(runs: list[dict[str, float]], verdicts: list[str]) -> str:
     med = {key: statistics.median(r[key] for r in runs) for key in ("total", "setup", "compile", "runs")}
     load = os.getloadavg()
     lines = [
@@ -83,6 +99,9 @@ def markdown(runs: list[dict[str, float]]) -> str:
     ]
     if len(runs) > 1:
         lines += ["", "Each run's total: " + ", ".join(f"{r['total']:.0f}" for r in runs) + " s."]
+    if verdicts:
+        lines += ["", "The verdicts `scripts/run` printed" + (" (the last run)" if len(runs) > 1 else "") + ":", "",
+                  "```", *verdicts, "```"]
     return "\n".join(lines) + "\n"
 
 
@@ -94,12 +113,13 @@ def main() -> int:
     if args.repeats < 1:
         parser.error(f"--repeats must be >= 1, got {args.repeats}")
     runs = []
+    verdicts: list[str] = []
     for i in range(args.repeats):
-        runs.append(one_run())
-        r = runs[-1]
+        r, verdicts = one_run()
+        runs.append(r)
         print(f"run {i + 1}: total {r['total']:.0f} s (set-up {r['setup']:.0f}, compiling {r['compile']:.0f}, "
               f"runs {r['runs']:.0f})", file=sys.stderr, flush=True)
-    text = markdown(runs)
+    text = markdown(runs, verdicts)
     print(text)
     if args.out:
         from smart_lgbm.compare.io import write_text
