@@ -208,7 +208,7 @@ _SAMPLED = "first_order_auto_refit"
 _REFIT = "the leaf refit makes every leaf value exact; the adaptive rate grows where the splits need more rows"
 _A9A = "docs/results/a9a/a9a/table.md"
 _HIGGS = "docs/results/higgs-like/higgs-like/table.md"
-_MSLR = "docs/results/mslr-like/table.md"
+_MSLR = "docs/results/mslr-like/mslr-like/table.md"
 _YAHOO = "docs/results/yahoo-like/table.md"
 _MULTICLASS = "docs/results/multiclass-like/multiclass-like/table.md"
 _REGRESSION = "docs/results/regression-like/regression-like/table.md"
@@ -239,8 +239,9 @@ RULES: tuple[Rule, ...] = (
          "the committed comparison with categorical columns is binary: stock LightGBM for other tasks until one "
          "shows that sampling pays there", (_MIXED,)),
     Rule("large LambdaMART", lambda f: f.task == "lambdarank", "first_order_refit",
-         "fastest to stock full's best NDCG@10 within 0.001 and 0.0005 on dense (mslr-like) and sparse "
-         "(yahoo-like) ranking data", (_MSLR, _YAHOO)),
+         "fastest to stock full's best NDCG@10 within 0.001 on sparse ranking data (yahoo-like); on dense "
+         "ranking data (mslr-like) it ends 0.00002 short of that target, where MVS with the adaptive rate "
+         "reaches it", (_MSLR, _YAHOO)),
     Rule("large binary", lambda f: f.task == "binary", _SAMPLED,
          f"reaches stock full's best log-loss within 0.0005 on large dense binary data (higgs-like); {_REFIT}",
          (_HIGGS,)),
