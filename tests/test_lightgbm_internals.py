@@ -747,6 +747,35 @@ def test_network_free_without_a_network_does_nothing():
     L.network_free()
 
 
+def test_reset_links_sets_only_the_networks_links_to_reset_and_opens_no_files():
+    # A worker calls reset_links after each failed fit: a descriptor left open per call
+    # (the duplicate of every file that is not a socket) doubles the process's open files,
+    # and after a few failures LightGBM dies of "Too many open files".
+    import os
+    import socket
+    import struct
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    peer_port = listener.getsockname()[1]
+    ours = socket.create_connection(("127.0.0.1", peer_port))  # a link to a machine of the network
+    theirs, _ = listener.accept()
+    other = socket.create_server(("127.0.0.1", 0))
+    unrelated = socket.create_connection(other.getsockname()[:2])  # not a link of the network
+    accepted, _ = other.accept()
+    open_files = "/proc/self/fd" if os.path.isdir("/proc/self/fd") else "/dev/fd"
+    try:
+        before = len(os.listdir(open_files))
+        for _ in range(4):
+            assert L.reset_links(f"127.0.0.1:{peer_port}", 1) >= 1
+        assert len(os.listdir(open_files)) == before
+        linger = struct.unpack("ii", ours.getsockopt(socket.SOL_SOCKET, socket.SO_LINGER, 8))
+        assert linger == (1, 0)
+        assert struct.unpack("ii", unrelated.getsockopt(socket.SOL_SOCKET, socket.SO_LINGER, 8))[0] == 0
+    finally:
+        for sock in (ours, theirs, listener, unrelated, accepted, other):
+            sock.close()
+
+
 def test_is_early_stopping_callback_knows_lightgbms():
     assert L.is_early_stopping_callback(lgb.early_stopping(5, verbose=False))
     assert not L.is_early_stopping_callback(lgb.log_evaluation(5))

@@ -78,9 +78,16 @@ def reset_links(machines: str, local_listen_port: int) -> int:
     count = 0
     for fd in descriptors:
         try:
-            sock = socket.socket(fileno=os.dup(fd))
+            duplicate = os.dup(fd)
         except OSError:
-            continue  # not a socket (or closed meanwhile)
+            continue  # closed meanwhile
+        try:
+            sock = socket.socket(fileno=duplicate)
+        except OSError:
+            # not a socket: the duplicate is ours to close, or every call would double
+            # the process's open files (a worker then dies of "Too many open files")
+            os.close(duplicate)
+            continue
         try:
             if sock.type != socket.SOCK_STREAM or sock.family not in (socket.AF_INET, socket.AF_INET6):
                 continue
