@@ -144,6 +144,30 @@ def test_missing_declared_column_and_text_in_a_numeric_column_name_the_key(tmp_p
         load_data(DataSpec("csv", train=tmp_path / "t.csv", label="y"))
 
 
+@pytest.mark.parametrize("fault", ["text_in_numeric", "text_label", "scattered_query"])
+def test_a_fault_of_the_validation_file_names_that_file(tmp_path, fault):
+    train, valid = _frames(np.random.default_rng(6))
+    train["q"] = np.arange(len(train)) // 20
+    valid["q"] = np.arange(len(valid)) // 20
+    if fault == "text_in_numeric":
+        valid["z"] = valid["z"].astype(object)
+        valid.loc[valid.index[3], "z"] = "unknown"
+        message = "a numeric feature column holds values that are not numbers"
+    elif fault == "text_label":
+        valid["y"] = np.where(valid["y"] > 0, "yes", "no")
+        message = "label column 'y' holds values that are not numbers"
+    else:
+        valid.loc[valid.index[0], "q"] = valid["q"].iloc[-1]  # query rows no longer contiguous
+        message = "group column 'q'"
+    train.to_csv(tmp_path / "train.csv", index=False)
+    valid.to_csv(tmp_path / "valid.csv", index=False)
+    spec = DataSpec("csv", train=tmp_path / "train.csv", valid=tmp_path / "valid.csv", label="y",
+                    group="q", categorical=("store",))
+    with pytest.raises(ConfigError) as raised:
+        load_data(spec)
+    assert str(raised.value).startswith(f"[data] key 'valid' ({tmp_path / 'valid.csv'}): {message}"), raised.value
+
+
 def test_compare_trains_the_engine_on_a_csv_with_text_categories(tmp_path):
     train, valid = _frames(np.random.default_rng(5))
     train.to_csv(tmp_path / "train.csv", index=False)

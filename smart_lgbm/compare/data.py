@@ -209,21 +209,22 @@ def _category_codes(train: Any, others: list[Any]) -> list[np.ndarray]:
 
 
 def _table_splits(spec: DataSpec, train_frame: Any, valid_frame: Any | None,
-                  where: str) -> tuple[Split, Split | None, tuple[int, ...]]:
+                  wheres: tuple[str, str]) -> tuple[Split, Split | None, tuple[int, ...]]:
     """Features, labels and query sizes of CSV/Parquet frames, categorical columns as codes
-    shared by both (the training frame's categories), and those columns' feature indices."""
+    shared by both (the training frame's categories), and those columns' feature indices.
+    ``wheres``: how messages name the training file and the validation file."""
     from ..datasets.ranking import group_from_qid
 
     features = _feature_columns(spec, train_frame)
     categorical = _categorical_columns(spec, train_frame, features)
-    frames = [train_frame] if valid_frame is None else [train_frame, valid_frame]
+    numeric = [c for c in features if c not in categorical]
+    frames = [(train_frame, wheres[0])] if valid_frame is None else [(train_frame, wheres[0]), (valid_frame, wheres[1])]
     if valid_frame is not None:
         missing = [c for c in features if c not in valid_frame.columns]
         if missing:
-            raise ConfigError(f"{where}: the validation file lacks the training file's feature columns {missing}")
+            raise ConfigError(f"{wheres[1]}: the validation file lacks the training file's feature columns {missing}")
     matrices = []
-    for frame in frames:
-        numeric = [c for c in features if c not in categorical]
+    for frame, where in frames:
         try:
             block = frame[numeric].to_numpy(dtype=np.float64)
         except (TypeError, ValueError) as exc:
@@ -234,32 +235,38 @@ def _table_splits(spec: DataSpec, train_frame: Any, valid_frame: Any | None,
         matrices.append(X)
     for column in categorical:
         j = features.index(column)
-        for X, codes in zip(matrices, _category_codes(train_frame[column], [f[column] for f in frames[1:]]),
+        for X, codes in zip(matrices, _category_codes(train_frame[column], [f[column] for f, _ in frames[1:]]),
                             strict=True):
             X[:, j] = codes
     splits = []
-    for frame, X in zip(frames, matrices, strict=True):
+    for (frame, where), X in zip(frames, matrices, strict=True):
         try:
             y = frame[spec.label].to_numpy(dtype=np.float64)
         except (TypeError, ValueError) as exc:
             raise ConfigError(f"{where}: label column {spec.label!r} holds values that are not numbers "
                               f"({error_text(exc)})") from None
-        group = group_from_qid(frame[spec.group].to_numpy()) if spec.group else None
+        try:
+            group = group_from_qid(frame[spec.group].to_numpy()) if spec.group else None
+        except ValueError as exc:  # a query's rows not contiguous
+            raise ConfigError(f"{where}: group column {spec.group!r}: {error_text(exc)}") from None
         splits.append(Split(X, y, group))
     return splits[0], (splits[1] if len(splits) > 1 else None), tuple(features.index(c) for c in categorical)
 
 
 def _files(spec: DataSpec, where: str) -> tuple[Split, Split, tuple[int, ...]]:
+    def file_where(key: str, path: Any) -> str:
+        return f"{where} key {key!r} ({path})"
+
     def read(path: Any, key: str, reader: Any) -> Any:
-        file_where = f"{where} key {key!r} ({path})"
+        named = file_where(key, path)
         try:
-            return reader(file_where)
+            return reader(named)
         except ConfigError:
             raise
         except (ValueError, OSError, EOFError) as exc:
             # Malformed lines, a missing or mismatched .query file, a non-contiguous qid,
             # a broken archive: one line naming the file instead of a reader's traceback.
-            raise ConfigError(f"{file_where}: cannot read it as {spec.source} data: {error_text(exc)}") from None
+            raise ConfigError(f"{named}: cannot read it as {spec.source} data: {error_text(exc)}") from None
 
     def check(split: Split, key: str, path: Any) -> None:
         if split.num_rows == 0 or split.X.shape[1] == 0:
@@ -272,8 +279,9 @@ def _files(spec: DataSpec, where: str) -> tuple[Split, Split, tuple[int, ...]]:
         train_frame = read(spec.train, "train", lambda w: _read_frame(spec, spec.train, w))
         valid_frame = None if spec.valid is None else read(spec.valid, "valid",
                                                            lambda w: _read_frame(spec, spec.valid, w))
-        train, valid, categorical = read(spec.train, "train",
-                                         lambda w: _table_splits(spec, train_frame, valid_frame, w))
+        # (each frame's errors name its own file)
+        train, valid, categorical = _table_splits(spec, train_frame, valid_frame,
+                                                  (file_where("train", spec.train), file_where("valid", spec.valid)))
     else:
         def file(path: Any, query: Any) -> Split:
             return _read_svmlight(path) if spec.source == "svmlight" else _read_lightgbm(path, query)
