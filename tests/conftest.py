@@ -1,6 +1,8 @@
-"""Shared fixtures: bundled real data, loaded once per session."""
+"""Shared fixtures: bundled real data, loaded once per session; comparison configs from text."""
 
 from __future__ import annotations
+
+import textwrap
 
 import numpy as np
 import pytest
@@ -30,6 +32,21 @@ def a9a_small(a9a):
 @pytest.fixture
 def rng():
     return np.random.default_rng(12345)
+
+
+@pytest.fixture
+def compare_config(tmp_path):
+    """``compare_config(text)``: the comparison config of TOML text, written to
+    ``tmp_path / "c.toml"`` (relative data paths resolve against ``tmp_path``) and loaded as
+    ``smart-lgbm compare`` loads a user's file."""
+    from smart_lgbm.compare.config import load_config
+
+    def load(text: str):
+        path = tmp_path / "c.toml"
+        path.write_text(textwrap.dedent(text))
+        return load_config(path)
+
+    return load
 
 
 # --------------------------------------------------------------------------- hypothesis profiles

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import textwrap
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -234,9 +232,8 @@ def test_file_sources_svmlight_lightgbm_csv(tmp_path):
 # --------------------------------------------------------------------------- methods
 
 
-def test_stock_goss_rate_is_read_from_the_model_and_skips_the_first_iterations(tmp_path):
-    path = tmp_path / "c.toml"
-    path.write_text(textwrap.dedent("""
+def test_stock_goss_rate_is_read_from_the_model_and_skips_the_first_iterations(tmp_path, compare_config):
+    exp = compare_config("""
         rounds = 8
         [params]
         learning_rate = 0.25
@@ -253,8 +250,7 @@ def test_stock_goss_rate_is_read_from_the_model_and_skips_the_first_iterations(t
         metric = "auc"
         data = { source = "bundled", name = "higgs_sample" }
         params = { objective = "binary" }
-    """))
-    exp = load_config(path).experiments[0]
+    """).experiments[0]
     data = load_data(exp.data)
     goss = run_method(exp.method("stock_goss"), exp, data, seed=0)
     # LightGBM's GOSS samples nothing while iter < 1 / learning_rate (goss.hpp)
@@ -523,14 +519,13 @@ def test_warning_classes_are_exported_and_user_warnings():
     assert {"SmartLGBMWarning", "IterationNotSplitWarning", "NoMoreSplitsWarning"} <= set(sl.__all__)
 
 
-def test_yahoo_like_data_reach_lightgbm_and_the_engine_as_csr(tmp_path, monkeypatch):
+def test_yahoo_like_data_reach_lightgbm_and_the_engine_as_csr(tmp_path, monkeypatch, compare_config):
     import scipy.sparse as sp
 
     from smart_lgbm.compare import methods
     from smart_lgbm.compare.data import make_datasets
 
-    path = tmp_path / "c.toml"
-    path.write_text(textwrap.dedent("""
+    exp = compare_config("""
         rounds = 3
         [params]
         num_leaves = 7
@@ -543,8 +538,7 @@ def test_yahoo_like_data_reach_lightgbm_and_the_engine_as_csr(tmp_path, monkeypa
         metric = "ndcg@10"
         data = { source = "synthetic", generator = "yahoo_like", n_rows = 4000, seed = 0 }
         params = { objective = "lambdarank" }
-    """))
-    exp = load_config(path).experiments[0]
+    """).experiments[0]
     assert exp.data.n_features == 700  # the generator's default width
     data = load_data(exp.data)
     assert sp.isspmatrix_csr(data.train.X) and sp.isspmatrix_csr(data.valid.X) and data.is_ranking

@@ -4,7 +4,6 @@ categoricals, declared in the data table or recognised by their type, and given 
 from __future__ import annotations
 
 import importlib.util
-import textwrap
 
 import lightgbm as lgb
 import numpy as np
@@ -13,7 +12,7 @@ import pytest
 
 from test_walk import _nodes  # a tree's split nodes
 
-from smart_lgbm.compare.config import ConfigError, ConfigTypeError, DataSpec, load_config, parse_config
+from smart_lgbm.compare.config import ConfigError, ConfigTypeError, DataSpec, parse_config
 from smart_lgbm.compare.data import load_data, make_datasets
 from smart_lgbm.compare.methods import run_method
 
@@ -168,12 +167,11 @@ def test_a_fault_of_the_validation_file_names_that_file(tmp_path, fault):
     assert str(raised.value).startswith(f"[data] key 'valid' ({tmp_path / 'valid.csv'}): {message}"), raised.value
 
 
-def test_compare_trains_the_engine_on_a_csv_with_text_categories(tmp_path):
+def test_compare_trains_the_engine_on_a_csv_with_text_categories(tmp_path, compare_config):
     train, valid = _frames(np.random.default_rng(5))
     train.to_csv(tmp_path / "train.csv", index=False)
     valid.to_csv(tmp_path / "valid.csv", index=False)
-    path = tmp_path / "c.toml"
-    path.write_text(textwrap.dedent("""
+    exp = compare_config("""
         rounds = 6
         [params]
         num_leaves = 7
@@ -188,8 +186,7 @@ def test_compare_trains_the_engine_on_a_csv_with_text_categories(tmp_path):
         metric = "binary_logloss"
         data = { source = "csv", train = "train.csv", valid = "valid.csv", label = "y", categorical = ["store"] }
         params = { objective = "binary" }
-    """))
-    exp = load_config(path).experiments[0]
+    """).experiments[0]
     data = load_data(exp.data)
     stock = run_method(exp.method("stock_full"), exp, data, seed=0)
     full = run_method(exp.method("full"), exp, data, seed=0)
@@ -200,7 +197,7 @@ def test_compare_trains_the_engine_on_a_csv_with_text_categories(tmp_path):
 
 
 @pytest.mark.parametrize("kind", ["xgboost_hist", "catboost"])
-def test_peers_get_the_categorical_columns(tmp_path, kind):
+def test_peers_get_the_categorical_columns(tmp_path, kind, compare_config):
     pytest.importorskip("xgboost" if kind == "xgboost_hist" else "catboost")
     from smart_lgbm.compare.data import ExperimentData, Split
     from smart_lgbm.compare.peer_runs import run_peer
@@ -216,8 +213,7 @@ def test_peers_get_the_categorical_columns(tmp_path, kind):
     y = (score + rng.normal(scale=0.5, size=n) > 0).astype(float)
     X = np.column_stack([cat, rng.normal(size=n)])
     data = ExperimentData(Split(X[:3000], y[:3000]), Split(X[3000:], y[3000:]), "test", categorical=(0,))
-    path = tmp_path / "c.toml"
-    path.write_text(textwrap.dedent(f"""
+    exp = compare_config(f"""
         rounds = 3
         [params]
         num_leaves = 3
@@ -229,8 +225,7 @@ def test_peers_get_the_categorical_columns(tmp_path, kind):
         metric = "binary_logloss"
         data = {{ source = "bundled", name = "a9a" }}
         params = {{ objective = "binary" }}
-    """))
-    exp = load_config(path).experiments[0]
+    """).experiments[0]
     (values, _, seconds, _), _ = run_peer(exp.method(kind), exp, data, seed=0, rounds=3)
     numeric = ExperimentData(data.train, data.valid, "test")
     (plain, _, _, _), _ = run_peer(exp.method(kind), exp, numeric, seed=0, rounds=3)

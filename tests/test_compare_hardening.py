@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import json
 import re
-import textwrap
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from smart_lgbm.cli import main
-from smart_lgbm.compare.config import ConfigError, load_config
+from smart_lgbm.compare.config import ConfigError
 from test_compare_cli import config, one_error_line, watch_timed_runs
 
 CSV = """
@@ -48,20 +47,14 @@ def _csv(tmp_path: Path, seed: int = 0, rows: int = 400) -> None:
     (tmp_path / "train.csv").write_text("\n".join(lines) + "\n")
 
 
-def _load(tmp_path: Path, text: str):
-    path = tmp_path / "c.toml"
-    path.write_text(textwrap.dedent(text))
-    return load_config(path)
-
-
 @pytest.mark.parametrize("features, column", [('["a", "y"]', "label"), ('["y"]', "label"), ('["a", "q"]', "group")])
-def test_the_label_or_group_among_the_features_is_refused(tmp_path, features, column):
+def test_the_label_or_group_among_the_features_is_refused(tmp_path, features, column, compare_config):
     _csv(tmp_path)
     extra = f", features = {features}" + (', group = "q"' if column == "group" else "")
     with pytest.raises(ConfigError, match=rf"key 'features' lists the {column} column"):
-        _load(tmp_path, CSV.format(extra=extra))
+        compare_config(CSV.format(extra=extra))
     with pytest.raises(ConfigError, match="key 'features' repeats 'a'"):
-        _load(tmp_path, CSV.format(extra=', features = ["a", "a"]'))
+        compare_config(CSV.format(extra=', features = ["a", "a"]'))
 
 
 @pytest.mark.parametrize("where, text", [
@@ -72,7 +65,7 @@ def test_the_label_or_group_among_the_features_is_refused(tmp_path, features, co
     ("params", "[params]\nmonotone_constraints = [0, 4294967296]"),
     ("seeds", "seeds = [2147483648]"),
 ])
-def test_integers_lightgbm_cannot_take_are_refused_at_load_time(tmp_path, where, text):
+def test_integers_lightgbm_cannot_take_are_refused_at_load_time(tmp_path, where, text, compare_config):
     _csv(tmp_path)
     body = CSV.format(extra="")
     if where in ("top", "seeds"):
@@ -83,7 +76,7 @@ def test_integers_lightgbm_cannot_take_are_refused_at_load_time(tmp_path, where,
     else:
         body = body.replace("[params]\nnum_leaves = 7", text)
     with pytest.raises(ConfigError, match=r"LightGBM|can count"):
-        _load(tmp_path, body)
+        compare_config(body)
 
 
 @pytest.mark.parametrize("plot", ["metric_vs_iteration.png", "sampling_rate_vs_iteration.png", "verdict.png"])
@@ -133,11 +126,11 @@ def test_records_without_a_fingerprint_are_not_merged(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("metric, objective", [("average_precision", "binary"), ("auc_mu", "multiclass")])
-def test_metrics_that_measure_their_objective_are_accepted(tmp_path, metric, objective):
+def test_metrics_that_measure_their_objective_are_accepted(tmp_path, metric, objective, compare_config):
     _csv(tmp_path)
     body = CSV.format(extra="").replace('metric = "binary_logloss"', f'metric = "{metric}"')
     if objective == "multiclass":
         body = body.replace('params = { objective = "binary" }', 'params = { objective = "multiclass", num_class = 2 }')
-    cfg = _load(tmp_path, body)
+    cfg = compare_config(body)
     assert cfg.experiments[0].metric == metric
     assert main(["compare", str(config(tmp_path, body))]) == 0

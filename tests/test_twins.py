@@ -411,24 +411,13 @@ def test_parallel_from_sets_the_threshold_inside_only():
             pass
 
 
-def _config(tmp_path, text):
-    """A comparison config from TOML text (written to a file, as users give it)."""
-    import textwrap
-
-    from smart_lgbm.compare.config import load_config
-
-    path = tmp_path / "c.toml"
-    path.write_text(textwrap.dedent(text))
-    return load_config(path)
-
-
-def test_compare_warm_up_runs_both_twins_of_the_kernels_it_uses(tmp_path, called):
+def test_compare_warm_up_runs_both_twins_of_the_kernels_it_uses(tmp_path, called, compare_config):
     """The pre-flight trains on 2,000 rows, where only serial twins would run; the timed
     runs on the whole data use the parallel ones, which must not compile on the clock."""
     from smart_lgbm.compare.checks import preflight
     from smart_lgbm.compare.data import load_data
 
-    exp = _config(tmp_path, """
+    exp = compare_config("""
         rounds = 4
         [params]
         num_leaves = 7
@@ -461,7 +450,7 @@ def test_kind_lambda_scope_warning_is_muted_with_or_without_colour():
         assert bool(re.match(KIND_LAMBDA_SCOPE_WARNING, text)) is muted, text
 
 
-def test_compare_warm_up_runs_auto_as_the_sampler_it_chooses_on_the_whole_data(tmp_path, monkeypatch):
+def test_compare_warm_up_runs_auto_as_the_sampler_it_chooses_on_the_whole_data(tmp_path, monkeypatch, compare_config):
     """On the pre-flight's first rows sampler="auto" would choose stock LightGBM (small data),
     and the timed run on the whole data would compile the chosen sampler on the clock."""
     import smart_lgbm as sl
@@ -469,7 +458,7 @@ def test_compare_warm_up_runs_auto_as_the_sampler_it_chooses_on_the_whole_data(t
     from smart_lgbm.compare.data import ExperimentData, Split
     from smart_lgbm.samplers.auto import SMALL_ROWS
 
-    exp = _config(tmp_path, """
+    exp = compare_config("""
         rounds = 4
         [methods.auto]
         [methods.first_order]
@@ -497,13 +486,13 @@ def test_compare_warm_up_runs_auto_as_the_sampler_it_chooses_on_the_whole_data(t
     assert seen == [("auto", "None")]  # stock LightGBM on the whole data too
 
 
-def test_compare_compiles_several_experiments_side_by_side(tmp_path, monkeypatch):
+def test_compare_compiles_several_experiments_side_by_side(tmp_path, monkeypatch, compare_config):
     """Two or more experiments (and cores) pre-fly in child processes first, so that their
     kernels compile at once into numba's cache; a child's failure is left to this process's
     own pre-flight, which names the method."""
     from smart_lgbm.compare import checks
 
-    config = _config(tmp_path, """
+    config = compare_config("""
         rounds = 2
         [params]
         num_leaves = 3
