@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import re
 import statistics
 import subprocess
@@ -30,6 +29,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from _machine import machine_line
 
 ROOT = Path(__file__).resolve().parent.parent
 #: a comparison progress line: ``[m:ss.s] ...``
@@ -77,7 +78,6 @@ def verdict_lines(printed: list[str]) -> list[str]:
 
 def markdown(runs: list[dict[str, float]], verdicts: list[str]) -> str:
     med = {key: statistics.median(r[key] for r in runs) for key in ("total", "setup", "compile", "runs")}
-    load = os.getloadavg()
     lines = [
         "# README's quick start on a fresh clone: `scripts/run`",
         "",
@@ -86,9 +86,7 @@ def markdown(runs: list[dict[str, float]], verdicts: list[str]) -> str:
         "once, runs `configs/quick.toml`). Seconds of wall time, medians of "
         f"{len(runs)} run(s); pip's download cache as this machine has it.",
         "",
-        f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
-        f"load average at the end {load[0]:.1f}"
-        + (" (above the core count: other work skewed these times)." if load[0] > (os.cpu_count() or 1) else "."),
+        machine_line(),
         "",
         "| step | seconds |",
         "|---|---:|",
