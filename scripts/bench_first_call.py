@@ -41,7 +41,6 @@ import argparse
 import contextlib
 import json
 import os
-import platform
 import shutil
 import statistics
 import subprocess
@@ -49,6 +48,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from _machine import machine_line
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -66,6 +67,7 @@ SAMPLERS = {
 #: 100,000 rows), then every sampler at a fixed rate.
 AUTO_REFIT = 'sl.FirstOrder(rate="auto", refit_leaves=True)'
 ENTRIES = {f"{task}-first_order_auto_refit": (task, AUTO_REFIT) for task in ("binary", "multiclass", "regression")}
+ENTRIES["lambdarank-mvs_auto"] = ("lambdarank", 'sl.MVS(rate="auto")')
 ENTRIES["lambdarank-first_order_refit"] = ("lambdarank", "sl.FirstOrder(rate=0.1, refit_leaves=True)")
 ENTRIES["binary-auto"] = ("binary", '"auto"')
 ENTRIES.update({f"binary-{name}": ("binary", expr) for name, expr in SAMPLERS.items()})
@@ -163,7 +165,6 @@ def measure(entry: str, repeats: int, rows: int, warmed: list[str] | None = None
 
 
 def markdown(rows: list[dict], repeats: int, warmups: list[float] | None = None) -> str:
-    load = os.getloadavg()
     if warmups:
         title = "# First `sl.train` after `smart-lgbm warmup` (numba's cache filled ahead of time)"
         how = (f"each repeat's empty `NUMBA_CACHE_DIR` is first filled once by `smart-lgbm warmup` in its own process "
@@ -182,9 +183,7 @@ def markdown(rows: list[dict], repeats: int, warmups: list[float] | None = None)
         f"{repeats} repeat(s). Data: synthetic, the rows stated x 20 (LambdaRank: queries of 20 documents), "
         "5 rounds; below 8,192 rows only the serial twins of the row kernels compile.",
         "",
-        f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
-        f"load average at the end {load[0]:.1f}"
-        + (" (above the core count: other work skewed these times)." if load[0] > (os.cpu_count() or 1) else "."),
+        machine_line(),
         "",
         "| entry point | rows | import smart_lgbm | first sl.train | its CPU time | second sl.train | "
         "first sl.train, cached | largest compilations (s) |",

@@ -25,7 +25,7 @@ import numpy as np
 
 from ._numba.notice import quiet
 from ._numba.row_kernel import parallel_from
-from .samplers import FirstOrder, Sampler
+from .samplers import MVS, FirstOrder, Sampler
 
 __all__ = ["warmup"]
 
@@ -36,10 +36,16 @@ logger = logging.getLogger("smart_lgbm")
 _ROWS, _FEATURES, _ROUNDS = 600, 6, 4
 
 
-def _samplers() -> list[tuple[str, Sampler]]:
-    """The methods ``sampler="auto"`` chooses on large data (:data:`smart_lgbm.samplers.auto.RULES`)."""
-    return [('FirstOrder(rate="auto", refit_leaves=True)', FirstOrder(rate="auto", refit_leaves=True)),
-            ("FirstOrder(rate=0.1, refit_leaves=True)", FirstOrder(rate=0.1, refit_leaves=True))]
+def _samplers(task: str) -> list[tuple[str, Sampler]]:
+    """The methods ``sampler="auto"`` chooses for ``task`` on large data
+    (:data:`smart_lgbm.samplers.auto.RULES`): for LambdaRank ``MVS(rate="auto")`` on dense
+    features and ``FirstOrder(rate=0.1, refit_leaves=True)`` on sparse ones; for the other
+    tasks ``FirstOrder(rate="auto", refit_leaves=True)``, and ``FirstOrder(rate=0.1,
+    refit_leaves=True)`` for tables with categorical columns."""
+    refit = ("FirstOrder(rate=0.1, refit_leaves=True)", FirstOrder(rate=0.1, refit_leaves=True))
+    if task == "lambdarank":
+        return [('MVS(rate="auto")', MVS(rate="auto")), refit]
+    return [('FirstOrder(rate="auto", refit_leaves=True)', FirstOrder(rate="auto", refit_leaves=True)), refit]
 
 
 def _task(task: str, rng: np.random.Generator) -> tuple[dict[str, Any], np.ndarray, np.ndarray, list[int] | None]:
@@ -73,7 +79,7 @@ def _entries() -> Iterator[tuple[str, dict[str, Any], Any, np.ndarray, list[int]
 
             inputs += [("dense float32", X.astype(np.float32)), ("sparse CSR", scipy.sparse.csr_matrix(X))]
         for storage, data in inputs:
-            for name, sampler in _samplers():
+            for name, sampler in _samplers(task):
                 yield f"{task}, {storage}, {name}", params, data, y, group, sampler
 
 
@@ -110,9 +116,10 @@ def warmup(progress: Callable[[str], None] | None = None, processes: int | None 
     """Compile (or load from numba's on-disk cache) the kernels of the recommended methods.
 
     Trains a few rounds on tiny synthetic data with each method ``sampler="auto"`` chooses
-    on large data (``FirstOrder(rate="auto", refit_leaves=True)``, ``FirstOrder(rate=0.1,
-    refit_leaves=True)``) for binary, multiclass, regression and LambdaRank (binary also on
-    float32 and sparse CSR features), with a validation set, with the serial and the
+    on large data (``FirstOrder(rate="auto", refit_leaves=True)`` and ``FirstOrder(rate=0.1,
+    refit_leaves=True)`` for binary, multiclass and regression; ``MVS(rate="auto")`` and
+    ``FirstOrder(rate=0.1, refit_leaves=True)`` for LambdaRank; binary also on float32 and
+    sparse CSR features), with a validation set, with the serial and the
     parallel twin of every row kernel.  Afterwards the first training of those methods in
     any process of this environment starts without compiling.  The command line's
     ``smart-lgbm warmup`` calls it.

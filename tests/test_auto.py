@@ -40,7 +40,9 @@ def _binary(n: int = 3000, d: int = 6, seed: int = 0) -> tuple[np.ndarray, np.nd
     (DataFacts("binary", LARGE, 10, categorical=2), "categorical columns, binary", "first_order_refit"),
     (DataFacts("multiclass", LARGE, 10, categorical=1), "categorical columns", "stock"),
     (DataFacts("lambdarank", LARGE, 10, categorical=1), "categorical columns", "stock"),
-    (DataFacts("lambdarank", LARGE, 136), "large LambdaMART", "first_order_refit"),
+    (DataFacts("lambdarank", LARGE, 700, sparse=True, density=0.16), "large LambdaMART, sparse features",
+     "first_order_refit"),
+    (DataFacts("lambdarank", LARGE, 136), "large LambdaMART", "mvs_auto"),
     (DataFacts("binary", SMALL_ROWS, 28), "large binary", "first_order_auto_refit"),
     (DataFacts("multiclass", LARGE, 10), "large multiclass", "first_order_auto_refit"),
     (DataFacts("regression", LARGE, 10), "large regression", "stock"),
@@ -55,7 +57,8 @@ def test_each_rule_row_chooses_its_method(facts, rule, method):
     assert choose(facts) == choice  # a pure function of the facts
     sampler = choice.sampler()
     expected = {"stock": None, "full": sl.Full(), "first_order_refit": sl.FirstOrder(rate=0.1, refit_leaves=True),
-                "first_order_auto_refit": sl.FirstOrder(rate="auto", refit_leaves=True)}[method]
+                "first_order_auto_refit": sl.FirstOrder(rate="auto", refit_leaves=True),
+                "mvs_auto": sl.MVS(rate="auto")}[method]
     assert repr(sampler) == repr(expected)
     assert choice.describe().startswith(f'sampler="auto" chose {choice.label}: {rule} (')
 
@@ -170,15 +173,12 @@ def test_large_data_trains_the_chosen_sampler(monkeypatch, caplog):
 
 # --------------------------------------------------------------------------- configs and the command line
 
-def test_a_config_method_auto_trains_stock_lightgbms_run_on_small_data(tmp_path):
-    import textwrap
+def test_a_config_method_auto_trains_stock_lightgbms_run_on_small_data(tmp_path, compare_config):
 
-    from smart_lgbm.compare import load_config
     from smart_lgbm.compare.data import load_data
     from smart_lgbm.compare.methods import run_method
 
-    path = tmp_path / "c.toml"
-    path.write_text(textwrap.dedent("""
+    exp = compare_config("""
         rounds = 6
         [params]
         num_leaves = 7
@@ -190,8 +190,7 @@ def test_a_config_method_auto_trains_stock_lightgbms_run_on_small_data(tmp_path)
         metric = "auc"
         data = { source = "bundled", name = "higgs_sample" }
         params = { objective = "binary" }
-    """))
-    exp = load_config(path).experiments[0]
+    """).experiments[0]
     assert exp.method("auto").kind == "auto"
     data = load_data(exp.data)
     auto = run_method(exp.method("auto"), exp, data, seed=0)

@@ -6,7 +6,7 @@
 knows then into :class:`DataFacts` (the task, the training rows and features, sparse
 storage, categorical columns, rounds, learning rate, threads, and whatever only stock
 LightGBM trains) and :func:`choose` takes the first row of :data:`RULES` that applies.  A
-row names one of three methods:
+row names one of these methods:
 
 * ``stock``: ``lightgbm.train`` itself, on the caller's Datasets and callbacks: stock
   LightGBM's model at stock LightGBM's speed, where sampling does not pay or cannot run;
@@ -17,9 +17,10 @@ row names one of three methods:
   multiclass and regression data where sampling pays: it reaches stock full's best quality
   within a tight tolerance, and its adaptive rate grows where a fixed rate's sample is too
   small for the splits;
-* ``first_order_refit``: ``FirstOrder(rate=0.1, refit_leaves=True)``, for LambdaMART and
-  for binary tables with categorical columns, the fastest to stock full's best quality
-  within the tight tolerance in the committed comparisons of that kind.
+* ``first_order_refit``: ``FirstOrder(rate=0.1, refit_leaves=True)``, for LambdaMART on
+  sparse features and for binary tables with categorical columns, the fastest to stock
+  full's best quality within the tight tolerance in the committed comparisons of that kind;
+* ``mvs_auto``: ``MVS(rate="auto")``, for LambdaMART on dense features, the fastest there.
 
 Each row cites the committed files it rests on (paths from the repository's root;
 ``docs/choosing.md`` has the table in words).  The choice is a pure function of the facts, so the same data and parameters give
@@ -34,7 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .base import Sample, Sampler, SamplingState
-from .importance import FirstOrder
+from .importance import MVS, FirstOrder
 from .simple import Full
 
 __all__ = ["Auto", "Choice", "DataFacts", "RULES", "Rule", "SMALL_ROWS", "choose"]
@@ -55,6 +56,7 @@ METHOD_LABELS = {
     "full": "Full()",
     "first_order_auto_refit": 'FirstOrder(rate="auto", refit_leaves=True)',
     "first_order_refit": "FirstOrder(rate=0.1, refit_leaves=True)",
+    "mvs_auto": 'MVS(rate="auto")',
 }
 
 
@@ -193,6 +195,8 @@ class Choice:
             return Full()
         if self.method == "first_order_refit":
             return FirstOrder(rate=0.1, refit_leaves=True)
+        if self.method == "mvs_auto":
+            return MVS(rate="auto")
         return FirstOrder(rate="auto", refit_leaves=True)
 
     def describe(self) -> str:
@@ -238,10 +242,12 @@ RULES: tuple[Rule, ...] = (
     Rule("categorical columns", lambda f: f.categorical > 0, "stock",
          "the committed comparison with categorical columns is binary: stock LightGBM for other tasks until one "
          "shows that sampling pays there", (_MIXED,)),
-    Rule("large LambdaMART", lambda f: f.task == "lambdarank", "first_order_refit",
-         "fastest to stock full's best NDCG@10 within 0.001 on sparse ranking data (yahoo-like); on dense "
-         "ranking data (mslr-like) it ends 0.00002 short of that target, where MVS with the adaptive rate "
-         "reaches it", (_MSLR, _YAHOO)),
+    Rule("large LambdaMART, sparse features", lambda f: f.task == "lambdarank" and f.sparse, "first_order_refit",
+         "fastest to stock full's best NDCG@10 within 0.001 on sparse ranking data (yahoo-like); the leaf refit "
+         "makes every leaf value exact", (_YAHOO,)),
+    Rule("large LambdaMART", lambda f: f.task == "lambdarank", "mvs_auto",
+         "the only method that reaches stock full's best NDCG@10 within 0.001 on dense ranking data "
+         "(mslr-like), where the leaf refit at rate 0.1 ends just short of it", (_MSLR,)),
     Rule("large binary", lambda f: f.task == "binary", _SAMPLED,
          f"reaches stock full's best log-loss within 0.0005 on large dense binary data (higgs-like); {_REFIT}",
          (_HIGGS,)),
