@@ -36,9 +36,9 @@ NOT_RECORDED = "not recorded"
 GROUPS = ("stock LightGBM", "other libraries", "smart-lgbm")
 # The smart-lgbm method README's table shows: sampler="auto", the default, never the
 # per-table fastest. A comparison that did not run it shows the method auto picks for its
-# objective (smart_lgbm.samplers.auto.RULES on large data), else its fastest, marked so.
+# objective on large dense data (smart_lgbm.samplers.auto.RULES), else its fastest, marked so.
 RECOMMENDED = ("auto",)
-AUTO_PICKS = {"lambdarank": "first_order_refit", "binary": "first_order_auto_refit",
+AUTO_PICKS = {"lambdarank": "mvs_auto", "binary": "first_order_auto_refit",
               "multiclass": "first_order_auto_refit"}
 
 
