@@ -40,7 +40,6 @@ exclude_patterns = [
     # renders them (scripts/render_results.py)
     "results/*/table.md",
     "results/*/*/table.md",
-    "results/summary.md",
     "results/*/summary.md",
     "results/**/*.json",
 ]
